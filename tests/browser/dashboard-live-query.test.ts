@@ -1,12 +1,12 @@
-// The pages that read a query and follow sessionsChanged (the fork-point and
-// fork-tree pages) miss no change made between their first read and the
-// moment the server listens for them: the read is answered over HTTP while the
-// subscription goes over the WebSocket, and nothing orders the two. Here the
-// subscription is held back in the browser until a child's turn has ended.
+// The pages that read and then follow (the session list, a session's page, the
+// fork-point and fork-tree pages) miss no change made between their first read
+// and the moment the server listens for them: the read is answered over HTTP
+// while the subscription goes over the WebSocket, and nothing orders the two.
+// Here the subscriptions are held back in the browser while the data changes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Page, WebSocketRoute } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { holdSubscriptions } from './hold-subscriptions.ts';
 import { openSubscriptions, subscribeWs, subscriptionsOpened } from '../helpers/subscribe.ts';
 
 let dashboard: Dashboard;
@@ -24,37 +24,41 @@ const send = (sessionId: string, text: string) => app.ok('mutation($i: SendMessa
 const fork = async (sessionId: string, atSeq: number) =>
   (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId, atSeq } })).forkSession.session.id as string;
 
-/** Holds the page's sessionsChanged subscribe messages until `release` is called (the rest of the socket flows). */
-async function holdSessionsChanged(page: Page) {
-  const held: Array<() => void> = [];
-  let holding = true;
-  await page.routeWebSocket(/\/graphql/, (ws: WebSocketRoute) => {
-    const server = ws.connectToServer();
-    ws.onMessage((msg) => {
-      if (holding && typeof msg === 'string' && msg.includes('"subscribe"') && msg.includes('sessionsChanged')) held.push(() => server.send(msg));
-      else server.send(msg);
-    });
-    server.onMessage((msg) => ws.send(msg));
-  });
-  return {
-    held: () => held.length,
-    release: () => {
-      holding = false;
-      for (const send of held.splice(0)) send();
-    },
-  };
+/** A session with one answered turn. */
+async function answered(title: string) {
+  const id = await create(title);
+  await send(id, 'first question');
+  await app.services.host.idle();
+  return id;
+}
+
+/** A page at `path` whose subscribe messages of `fields` are held until `ws.release()`. */
+async function openHeld(path: string, fields: readonly string[]) {
+  const { page, errors } = await openPage(dashboard.browser);
+  const ws = await holdSubscriptions(page, fields);
+  await page.goto(`${origin}${path}`);
+  return { page, errors, ws };
+}
+
+/**
+ * Runs `change` (which gives the sessions it changed), and waits until a subscriber of the test's own is told
+ * of them: the page's held subscription, registered after that, is not.
+ */
+async function announced(change: () => Promise<string[]>) {
+  const open = await openSubscriptions(app.url);
+  const changes = subscribeWs<{ sessionsChanged: { id: string } }>(app.url, 'subscription { sessionsChanged { id } }');
+  await subscriptionsOpened(app.url, open, 1);
+  const ids = await change();
+  await changes.until((items) => ids.every((id) => items.some((c) => c.sessionsChanged.id === id)), 'the change announced');
+  await changes.close();
 }
 
 describe('live pages and a late subscription', () => {
   it('the fork-point page shows a child that answered between its first read and its subscription listening', async () => {
-    const parent = await create('late subscription');
-    await send(parent, 'first question');
-    await app.services.host.idle();
+    const parent = await answered('late subscription');
     const child = await fork(parent, 0);
 
-    const { page, errors } = await openPage(dashboard.browser);
-    const ws = await holdSessionsChanged(page);
-    await page.goto(`${origin}/sessions/${parent}/forks/0`);
+    const { page, errors, ws } = await openHeld(`/sessions/${parent}/forks/0`, ['sessionsChanged']);
     const card = page.getByTestId('variant-card');
     await expect.poll(() => card.getAttribute('data-state')).toBe('waiting');
     await expect.poll(() => ws.held()).toBeGreaterThan(0);
@@ -70,26 +74,80 @@ describe('live pages and a late subscription', () => {
   });
 
   it('the fork tree shows a fork made between its first read and its subscription listening', async () => {
-    const parent = await create('late tree');
-    await send(parent, 'first question');
-    await app.services.host.idle();
+    const parent = await answered('late tree');
 
-    const { page, errors } = await openPage(dashboard.browser);
-    const ws = await holdSessionsChanged(page);
-    await page.goto(`${origin}/sessions/${parent}/family`);
+    const { page, errors, ws } = await openHeld(`/sessions/${parent}/family`, ['sessionsChanged']);
     await expect.poll(() => page.locator('.family-page:not(.loading)').count()).toBe(1);
     await expect.poll(() => ws.held()).toBeGreaterThan(0);
     const before = await page.locator('.family-page a[href^="/sessions/"]').count();
 
-    // The fork is announced (a subscriber of the test's own sees it) before the page's subscription listens.
-    const open = await openSubscriptions(app.url);
-    const changes = subscribeWs<{ sessionsChanged: { id: string } }>(app.url, 'subscription { sessionsChanged { id } }');
-    await subscriptionsOpened(app.url, open, 1);
-    const child = await fork(parent, 1);
-    await changes.until((items) => items.some((c) => c.sessionsChanged.id === child), 'the fork announced');
-    await changes.close();
+    // The fork is announced before the page's subscription listens.
+    await announced(async () => [await fork(parent, 1)]);
     ws.release();
     await expect.poll(() => page.locator('.family-page a[href^="/sessions/"]').count(), { timeout: 15_000 }).toBeGreaterThan(before);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('the session list shows a session made, and one changed, between its first read and its subscription listening', async () => {
+    const existing = await create('listed before');
+    const { page, errors, ws } = await openHeld('/', ['sessionsChanged']);
+    const row = (id: string) => page.locator(`nav.tree li.tree-node[data-session-id="${id}"]`);
+    await row(existing).waitFor();
+    await expect.poll(() => ws.held()).toBeGreaterThan(0);
+
+    // One session made and another appended to while the list's subscription has not reached the server.
+    let made = '';
+    await announced(async () => {
+      made = await create('made while the list subscribed');
+      await send(existing, 'asked while the list subscribed');
+      await app.services.host.idle();
+      return [made, existing];
+    });
+    const { eventCount } = (await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id: existing })).session;
+    ws.release();
+    await row(made).waitFor({ timeout: 15_000 });
+    await expect.poll(() => row(existing).textContent(), { timeout: 15_000 }).toContain(`${eventCount} ev`);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("a session's page shows a turn that ended, and its events, between its first read and its subscriptions listening", async () => {
+    const id = await create('late session page');
+    await send(id, '!call sleep {"ms": 20000}');
+    const status = async () => (await app.ok('query($id: ID!) { session(id: $id) { status eventCount } }', { id })).session;
+    await expect.poll(async () => (await status()).status).toBe('RUNNING');
+
+    const { page, errors, ws } = await openHeld(`/sessions/${id}`, ['sessionEvents', 'sessionTurns', 'sessionsChanged']);
+    const head = page.locator('header.session-head');
+    await expect.poll(() => head.locator('.badge').first().textContent()).toBe('running');
+    await expect.poll(() => ws.held('sessionEvents')).toBeGreaterThan(0);
+
+    // The turn ends (RUNNING -> IDLE, with its closing events) before the page's subscriptions listen.
+    await app.ok('mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }', { id });
+    await app.services.host.idle();
+    const after = await status();
+    expect(after.status).toBe('IDLE');
+    ws.release();
+    await expect.poll(() => head.locator('.badge').first().textContent(), { timeout: 15_000 }).toBe('idle');
+    await expect.poll(() => head.textContent(), { timeout: 15_000 }).toContain(`${after.eventCount} events`);
+    await expect.poll(() => page.locator('ol.conversation li.turn-end.reason-cancelled').count(), { timeout: 15_000 }).toBe(1);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("a session's page names a child forked between its first read and its subscriptions listening", async () => {
+    const id = await answered('late child');
+
+    const { page, errors, ws } = await openHeld(`/sessions/${id}`, ['sessionEvents', 'sessionTurns', 'sessionsChanged']);
+    await page.locator('header.session-head').waitFor();
+    await expect.poll(() => ws.held('sessionEvents')).toBeGreaterThan(0);
+    await expect.poll(() => ws.held('sessionsChanged')).toBeGreaterThan(0);
+
+    // The fork changes no event of the parent's log: only sessionsChanged tells the page.
+    await announced(async () => [await fork(id, 1)]);
+    ws.release();
+    await page.getByRole('button', { name: 'Children (1)' }).waitFor({ timeout: 15_000 });
     expect(errors).toEqual([]);
     await page.close();
   });

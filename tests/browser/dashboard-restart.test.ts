@@ -192,7 +192,8 @@ describe('dashboard across a server restart', () => {
     const streaming = page.getByTestId('live-text');
     await expect.poll(() => streaming.textContent(), TIMEOUT).toContain('word3');
     await page.getByText('A turn is running.').waitFor(TIMEOUT);
-    expect(listReads).toEqual(['Sessions']);
+    // The whole list once, then what changed while its subscription was going live (docs/api.md, sessionsChanged).
+    await expect.poll(() => listReads, TIMEOUT).toEqual(['Sessions', 'SessionsChangedSince']);
 
     // SIGKILL: no shutdown, no closers, the lease left held by a dead process.
     expect(await first.stop('SIGKILL')).toBeNull();
@@ -220,8 +221,8 @@ describe('dashboard across a server restart', () => {
     expect(await page.locator(`.tree-node[data-session-id="${before}"]`).count()).toBe(1);
     // Never the whole list again: only the changes since (once per resubscription).
     expect(listReads[0]).toBe('Sessions');
-    expect(listReads.slice(1)).toEqual(expect.arrayContaining(['SessionsChangedSince']));
-    expect(listReads.slice(1).every((r) => r === 'SessionsChangedSince')).toBe(true);
+    expect(listReads.slice(2)).toEqual(expect.arrayContaining(['SessionsChangedSince']));
+    expect(listReads.slice(2).every((r) => r === 'SessionsChangedSince')).toBe(true);
 
     // The session page: the repair's closers, the turn interrupted, idle, Cancel disabled, no banners.
     await expectInterruptedAndIdle(page, { timeout: 30_000 });
@@ -310,6 +311,8 @@ describe('dashboard across a server restart', () => {
     const listReads = recordListReads(page);
     await page.goto(`${new URL(app.url).origin}/sessions/${kept}`);
     await page.locator(`.tree-node[data-session-id="${doomed}"]`).waitFor(TIMEOUT);
+    // The whole list, then what changed while its subscription was going live (docs/api.md, sessionsChanged).
+    await expect.poll(() => listReads, TIMEOUT).toEqual(['Sessions', 'SessionsChangedSince']);
 
     await app.close();
     await expect.poll(() => page.locator('.sidebar > .error').textContent(), TIMEOUT).toBe('live updates: reconnecting…');
@@ -330,11 +333,10 @@ describe('dashboard across a server restart', () => {
       await expect.poll(() => page.locator('.sidebar > .error').count(), TIMEOUT).toBe(0);
       // The changes since first (once per resubscription); the count (2, the list held 3) told it a session
       // was deleted: then the whole list.
-      expect(listReads[0]).toBe('Sessions');
-      expect(listReads[1]).toBe('SessionsChangedSince');
+      expect(listReads[2]).toBe('SessionsChangedSince');
       // (A loaded machine may see the socket drop more than once: each resubscription reads the changes again,
       // so the whole list's read need not be the last one.)
-      expect(listReads.slice(2)).toContain('Sessions');
+      expect(listReads.slice(3)).toContain('Sessions');
       expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
       await page.close();
     } finally {

@@ -234,6 +234,32 @@ export function follow<R>(open: () => AsyncIterableIterator<R>, sink: Sink<R>): 
   };
 }
 
+/**
+ * `follow` for a subscription whose first result comes once the server listens (sessionsChanged's
+ * `startWith`): `sink.first` sees the first result after each (re)subscribe, then `sink.next` sees every
+ * result. A query answered before then may have missed a change (docs/api.md, sessionsChanged): `first`
+ * is where it is read again.
+ */
+export function followListening<R>(open: () => AsyncIterableIterator<R>, sink: Sink<R> & { first(r: R): void }): () => void {
+  let listening = false;
+  return follow(
+    () => {
+      listening = false;
+      return open();
+    },
+    {
+      ...sink,
+      next: (r) => {
+        if (!listening) {
+          listening = true;
+          sink.first(r);
+        }
+        sink.next(r);
+      },
+    },
+  );
+}
+
 /** Stores the API token and reloads, so every query and subscription uses it. */
 export function setToken(value: string) {
   if (value) localStorage.setItem(TOKEN_KEY, value);

@@ -4,7 +4,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { SessionsChangedDocument, type SessionsChangedSubscription } from '../../generated/graphql.ts';
-import { follow, forkline } from './api.ts';
+import { followListening, forkline } from './api.ts';
 import { errorText } from './widgets.tsx';
 
 type Changed = SessionsChangedSubscription['sessionsChanged'];
@@ -49,29 +49,23 @@ export function useLiveQuery<T>(key: string, anchor: string, read: () => Promise
     // The first read goes out at once, and the server may register the subscription after it is answered: a
     // change in between would be lost. So the subscription starts with the anchor's row, sent once it listens,
     // and that first row (after each connect) has everything read again.
-    let listening = false;
-    const stop = follow(
-      () => {
-        listening = false;
-        return forkline.subscribe(SessionsChangedDocument, { startWith: [anchor] });
+    const soon = () => {
+      clearTimeout(timer);
+      timer = setTimeout(run, 60);
+    };
+    const stop = followListening(() => forkline.subscribe(SessionsChangedDocument, { startWith: [anchor] }), {
+      first: soon,
+      next: ({ sessionsChanged: s }) => {
+        if (concerns(s, last.current)) soon();
       },
-      {
-        next: ({ sessionsChanged: s }) => {
-          const first = !listening;
-          listening = true;
-          if (!first && !concerns(s, last.current)) return;
-          clearTimeout(timer);
-          timer = setTimeout(run, 60);
-        },
-        reconnecting: () => !closed && setError('live updates: reconnecting…'),
-        // Back after a lost connection: what changed meanwhile (or a first read that failed) is read again.
-        resumed: () => {
-          if (closed) return;
-          setError(null);
-          void run();
-        },
+      reconnecting: () => !closed && setError('live updates: reconnecting…'),
+      // Back after a lost connection: what changed meanwhile (or a first read that failed) is read again.
+      resumed: () => {
+        if (closed) return;
+        setError(null);
+        void run();
       },
-    );
+    });
     void run();
     return () => {
       closed = true;

@@ -11,7 +11,7 @@ import {
   SessionsChangedDocument,
   type SessionEventsLiveSubscription,
 } from '../../generated/graphql.ts';
-import { follow, forkline, problemOf, serverBack, type Sink } from './api.ts';
+import { follow, followListening, forkline, problemOf, serverBack, type Sink } from './api.ts';
 import { EventPages, isFinalPage } from './event-pages.ts';
 import { followLiveSteps, type LiveStep, type SessionDetails } from './session-log.ts';
 import { errorText } from './widgets.tsx';
@@ -156,8 +156,11 @@ export function useSessionFeed(id: string): SessionFeed {
           complete: refreshSummary, // the session was deleted: the page says so
         }),
         followLiveSteps(id, answeredSteps, setLive, refreshSummary, (err) => !closed && setError(`live output: ${errorText(err)}`)),
-        // A new or renamed child changes no event of this log: the header's "children:" line follows sessionsChanged.
-        follow(() => forkline.subscribe(SessionsChangedDocument), {
+        // A new or renamed child changes no event of this log: the header's "children:" line follows
+        // sessionsChanged. It starts with this session's row, sent once the server listens: a child made
+        // between the summary's read and then is read with the summary again (docs/api.md, sessionsChanged).
+        followListening(() => forkline.subscribe(SessionsChangedDocument, { startWith: [id] }), {
+          first: refreshSummary,
           next: ({ sessionsChanged: s }) => {
             if (s.parent?.id === id) refreshSummary();
           },

@@ -9,7 +9,7 @@ import {
   SessionsDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
-import { follow, forkline } from './api.ts';
+import { follow, followListening, forkline } from './api.ts';
 import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { focusComposerOf } from './composer.tsx';
 import { distinctTitle, lineageForest, type LineageNode } from './lineage.ts';
@@ -35,6 +35,17 @@ function newestChange(sessions: Iterable<SessionSummaryFragment>): string | null
   let newest: string | null = null;
   for (const s of sessions) if (newest === null || Date.parse(s.updatedAt) > Date.parse(newest)) newest = s.updatedAt;
   return newest;
+}
+
+/** How many of the newest rows a list's subscription starts with: one deleted meanwhile leaves the others. */
+const START_WITH = 3;
+
+/** The ids of the `n` sessions changed last. */
+function newestIds(sessions: Iterable<SessionSummaryFragment>, n: number): string[] {
+  return [...sessions]
+    .sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt))
+    .slice(0, n)
+    .map((s) => s.id);
 }
 
 /** All sessions by id; loaded page by page, then updated by sessionsChanged and sessionsDeleted. */
@@ -64,22 +75,39 @@ export function useSessions() {
     // Rows that arrived live while a (re)load ran: a reload keeps them even when its pages missed them.
     let liveDuringLoad: Set<string> | null = null;
     let loadedOnce = false;
-    // Subscribe first so nothing that changes during the load is missed.
-    const unsubscribe = follow(() => forkline.subscribe(SessionsChangedDocument), {
-      next: (r) => {
-        setError(null);
-        liveDuringLoad?.add(r.sessionsChanged.id);
-        upsert([r.sessionsChanged]);
-      },
-      error: (err) => setError(`live updates: ${errorText(err)}`),
-      reconnecting: () => setError('live updates: reconnecting…'),
-      // Back after a lost connection (a server restart): the subscription does not replay what changed
-      // meanwhile, so the list asks for the sessions changed since what it held (made, forked, appended to).
-      resumed: () => {
-        setError(null);
-        catchUp().catch((err) => !cancelled && setError(errorText(err)));
-      },
-    });
+    // The list is read over HTTP and followed over the WebSocket, and nothing orders the two: the server may
+    // start listening after the read was answered, and a session made or changed in between would not show
+    // until it changed again (docs/api.md, sessionsChanged). So the subscription starts with the newest rows
+    // held (`startWith`), sent once it listens, and the first row after each (re)subscribe has what changed
+    // since the newest change held read again (catchUp: those sessions only, not the whole list). An empty list
+    // has no row to start with: its first live row does that.
+    let unsubscribe = () => {};
+    const startLive = () => {
+      if (cancelled) return;
+      unsubscribe = followListening(
+        () => {
+          const startWith = newestIds(held.current.values(), START_WITH);
+          return forkline.subscribe(SessionsChangedDocument, startWith.length ? { startWith } : {});
+        },
+        {
+          first: catchUpSoon,
+          next: (r) => {
+            setError(null);
+            liveDuringLoad?.add(r.sessionsChanged.id);
+            upsert([r.sessionsChanged]);
+          },
+          error: (err) => setError(`live updates: ${errorText(err)}`),
+          reconnecting: () => setError('live updates: reconnecting…'),
+          // Back after a lost connection (a server restart): the subscription does not replay what changed
+          // meanwhile, so the list asks for the sessions changed since what it held (made, forked, appended to),
+          // now and again once it listens (now too in case every row it started with went meanwhile).
+          resumed: () => {
+            setError(null);
+            catchUpSoon();
+          },
+        },
+      );
+    };
     const unsubscribeDeleted = follow(() => forkline.subscribe(SessionsDeletedDocument), {
       next: ({ sessionsDeleted: { deletedSessionIds } }) =>
         setSessions((prev) => {
@@ -135,8 +163,28 @@ export function useSessions() {
       await new Promise((resolve) => setTimeout(resolve));
       if (!cancelled && held.current.size !== count) await load(true);
     };
-    // A failed first read is read again when the server answers (the subscription's resumed).
-    load(false).catch((err) => !cancelled && setError(`Sessions could not be loaded: ${errorText(err)}`));
+    // One catch-up at a time, and one more queued when asked meanwhile.
+    let catchingUp = false;
+    let again = false;
+    const catchUpSoon = () => {
+      if (catchingUp) return void (again = true);
+      catchingUp = true;
+      catchUp()
+        .catch((err) => !cancelled && setError(errorText(err)))
+        .finally(() => {
+          catchingUp = false;
+          if (again && !cancelled) {
+            again = false;
+            catchUpSoon();
+          }
+        });
+    };
+    // The subscription starts once the first read is in (and rendered: held.current has its rows, the rows to
+    // start with); a failed first read is read again when the server answers (the subscription's resumed).
+    void load(false)
+      .catch((err) => !cancelled && setError(`Sessions could not be loaded: ${errorText(err)}`))
+      .then(() => new Promise((resolve) => setTimeout(resolve)))
+      .then(startLive);
     return () => {
       cancelled = true;
       unsubscribe();
