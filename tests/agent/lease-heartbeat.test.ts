@@ -10,7 +10,8 @@ import { waitFor } from '../helpers/wait.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 
-const TTL_MS = 1500;
+// Long enough that a loaded host's pauses (a second or so) do not lapse it; the old heartbeat lost it at any length.
+const TTL_MS = 2500;
 let app: TestApp;
 /** Another process's connections: its claims, and the statements holding rows and connections here. */
 let other: pg.Pool;
@@ -67,7 +68,10 @@ describe('the lease heartbeat', () => {
   });
 
   it("one session's row locked for longer than the lease lasts does not cost the process's other sessions their leases", async () => {
-    const [locked, free] = [await inToolCall(4 * TTL_MS + 3000), await inToolCall(4 * TTL_MS + 3000)];
+    const sessions = [await inToolCall(4 * TTL_MS + 3000), await inToolCall(4 * TTL_MS + 3000)];
+    // The locked row first in byte order, as a renewal that locks its rows in order meets them: before, it waited
+    // there for as long as the row stayed locked, with `free` not renewed.
+    const [locked, free] = sessions.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     // An append (of this process or another) holding `locked`'s row for three lease lifetimes, while
     // another process tries to take `free` over (a while longer: a renewal let through late renews to a past time).
     const holder = await other.connect();
