@@ -185,6 +185,27 @@ export async function serverBack(stopped: () => boolean): Promise<void> {
 }
 
 /**
+ * `work` run one at a time: asked while it runs, it runs once more after (however often it was asked meanwhile),
+ * unless `stopped` by then. `work` handles its own errors.
+ */
+export function oneAtATime(work: () => Promise<void>, stopped: () => boolean): () => void {
+  let running = false;
+  let again = false;
+  const run = () => {
+    if (running) return void (again = true);
+    running = true;
+    void work().finally(() => {
+      running = false;
+      if (again && !stopped()) {
+        again = false;
+        run();
+      }
+    });
+  };
+  return run;
+}
+
+/**
  * Feeds a subscription to `sink` until the returned function is called. A lost
  * connection resubscribes through `open` (which may resume, e.g. from the last
  * seq seen) as soon as the server answers again, then calls `sink.resumed`;

@@ -4,7 +4,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { SessionsChangedDocument, type SessionsChangedSubscription } from '../../generated/graphql.ts';
-import { followListening, forkline } from './api.ts';
+import { followListening, forkline, oneAtATime } from './api.ts';
 import { errorText } from './widgets.tsx';
 
 type Changed = SessionsChangedSubscription['sessionsChanged'];
@@ -22,30 +22,24 @@ export function useLiveQuery<T>(key: string, anchor: string, read: () => Promise
   useEffect(() => {
     let closed = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    let reading = false;
-    let again = false;
     last.current = undefined;
     setValue(undefined);
-    const run = async () => {
-      if (reading) return void (again = true);
-      reading = true;
-      try {
-        const v = await read();
-        if (!closed) {
-          last.current = v;
-          setValue(v);
-          setError(null);
+    // One read at a time, and one more queued when asked meanwhile.
+    const run = oneAtATime(
+      async () => {
+        try {
+          const v = await read();
+          if (!closed) {
+            last.current = v;
+            setValue(v);
+            setError(null);
+          }
+        } catch (err) {
+          if (!closed) setError(errorText(err));
         }
-      } catch (err) {
-        if (!closed) setError(errorText(err));
-      } finally {
-        reading = false;
-        if (again && !closed) {
-          again = false;
-          void run();
-        }
-      }
-    };
+      },
+      () => closed,
+    );
     // The first read goes out at once, and the server may register the subscription after it is answered: a
     // change in between would be lost. So the subscription starts with the anchor's row, sent once it listens,
     // and that first row (after each connect) has everything read again.
@@ -63,10 +57,10 @@ export function useLiveQuery<T>(key: string, anchor: string, read: () => Promise
       resumed: () => {
         if (closed) return;
         setError(null);
-        void run();
+        run();
       },
     });
-    void run();
+    run();
     return () => {
       closed = true;
       clearTimeout(timer);

@@ -9,7 +9,7 @@ import {
   SessionsDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
-import { follow, followListening, forkline } from './api.ts';
+import { follow, followListening, forkline, oneAtATime } from './api.ts';
 import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { focusComposerOf } from './composer.tsx';
 import { distinctTitle, lineageForest, type LineageNode } from './lineage.ts';
@@ -164,21 +164,10 @@ export function useSessions() {
       if (!cancelled && held.current.size !== count) await load(true);
     };
     // One catch-up at a time, and one more queued when asked meanwhile.
-    let catchingUp = false;
-    let again = false;
-    const catchUpSoon = () => {
-      if (catchingUp) return void (again = true);
-      catchingUp = true;
-      catchUp()
-        .catch((err) => !cancelled && setError(errorText(err)))
-        .finally(() => {
-          catchingUp = false;
-          if (again && !cancelled) {
-            again = false;
-            catchUpSoon();
-          }
-        });
-    };
+    const catchUpSoon = oneAtATime(
+      () => catchUp().catch((err) => void (!cancelled && setError(errorText(err)))),
+      () => cancelled,
+    );
     // The subscription starts once the first read is in (and rendered: held.current has its rows, the rows to
     // start with); a failed first read is read again when the server answers (the subscription's resumed).
     void load(false)
