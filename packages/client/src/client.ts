@@ -23,7 +23,9 @@ export interface ForklineClientOptions {
    * How long to keep retrying what is safe to retry — queries, and mutations
    * that carry an idempotency key (one is generated when the operation declares
    * `$idempotencyKey` and none is given) — after a lost connection or a 503
-   * (SERVICE_UNAVAILABLE, honouring Retry-After). Default 15 s; 0: never retry.
+   * (SERVICE_UNAVAILABLE, honouring Retry-After); and any request refused 429
+   * (RATE_LIMITED: nothing was done), after its Retry-After. Default 15 s; 0:
+   * never retry.
    */
   retryForMs?: number;
   /** API token (sent as `Authorization: Bearer <token>`; WebSocket: connectionParams.authorization). */
@@ -267,7 +269,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     let vars = variables;
     if (mutation && declaresIdempotencyKey(doc) && vars?.idempotencyKey == null) vars = { ...vars, idempotencyKey: newIdempotencyKey() };
     const safe = !mutation || vars?.idempotencyKey != null;
-    return withRetries(() => post<R>(doc, vars), safe ? (opts.retryForMs ?? 15_000) : 0);
+    return withRetries(() => post<R>(doc, vars), opts.retryForMs ?? 15_000, safe);
   }
 
   /** A stream can be sent once; a string or Blob is retried like a keyed mutation. */
@@ -493,7 +495,14 @@ const isRetryable = (err: unknown) =>
   err instanceof ForklineClientError &&
   (err.code === 'NETWORK_ERROR' || err.code === 'RESPONSE_TIMEOUT' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
 
-async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number): Promise<T> {
+/** A 429 (RATE_LIMITED: a token's rate, or its tenant's imports): refused before anything was done, so any request may go again. */
+const isRefusal = (err: unknown) => err instanceof ForklineClientError && err.status === 429;
+
+/**
+ * `attempt`, again within `retryForMs` after a refusal (429, after its Retry-After), and, when it is `safe` to send
+ * twice, after a lost connection or a 503.
+ */
+async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number, safe = true): Promise<T> {
   const deadline = Date.now() + retryForMs;
   const backoff = new Backoff({ initialMs: 250, maxMs: 4000, jitter: 0.5 });
   for (;;) {
@@ -501,7 +510,7 @@ async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number): Pr
       return await attempt();
     } catch (err) {
       const pause = backoff.next(err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : undefined);
-      if (!isRetryable(err) || Date.now() + pause > deadline) throw err;
+      if (!(isRefusal(err) || (safe && isRetryable(err))) || Date.now() + pause > deadline) throw err;
       await sleep(pause);
     }
   }

@@ -26,6 +26,11 @@ Effect = Literal["read-only", "idempotent", "side-effects"]
 
 #: Bytes of a tool's output a result stores by default (Runner ``max_result_bytes``), well under the server's body limit.
 MAX_RESULT_BYTES = 1_000_000
+#: The most text one publishTurnUpdate carries (the server takes up to 200,000 characters): joined deltas stop there.
+MAX_DELTA_CHARS = 100_000
+#: Delta text waiting to be sent past which more is dropped (logged): deltas are not stored, and a server that
+#: answers slowly must not make the runner hold a model's whole output.
+MAX_QUEUED_DELTA_CHARS = 4_000_000
 
 REQUEST_FIELDS = (
     "messages tools { name description effect inputSchema } wireToolNames { name wireName } turn step inputId inTurn stepOpen model eventCount "
@@ -243,6 +248,14 @@ class RunnerSession:
         #: A declaration not stored yet: it goes first in the next append.
         self._pending_tools: RunnerEvent | None = None
         self._closed = threading.Event()
+        #: Deltas not sent yet, in order: [turn, step, parts, characters]. One request is out at a time (a
+        #: thread of its own); what the model streams meanwhile is joined into the next.
+        self._deltas: list[list[Any]] = []
+        self._queued_chars = 0
+        self._deltas_lock = threading.Lock()
+        #: Set while no delta waits or is being sent.
+        self._deltas_sent = threading.Event()
+        self._deltas_sent.set()
         threading.Thread(target=self._renew_loop, daemon=True).start()
 
     def _lease(self) -> dict[str, Any]:
@@ -344,6 +357,7 @@ class RunnerSession:
         return stored
 
     def _append(self, events: list[RunnerEvent], release: bool, request: bool) -> list[dict[str, Any]]:
+        self._deltas_out()
         with_request = release or request
         fields = "eventCount released modelRequest { " + REQUEST_FIELDS + " }" if with_request else "eventCount"
         for attempt in range(6):
@@ -446,14 +460,47 @@ class RunnerSession:
             self.append([])
 
     def delta(self, turn: int, step: int, text: str) -> None:
-        """A text delta for live clients (sessionTurns): not stored; a failure is only logged."""
-        try:
-            self.client.request(
-                "mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }",
-                {"input": {**self._lease(), "turn": turn, "step": step, "text": text}},
-            )
-        except ForklineError as err:
-            self.runner.log(f"a delta of {self.session_id} was not sent: {err}")
+        """
+        A text delta for live clients (sessionTurns): not stored. It returns at once: a thread sends the deltas
+        in order, one request at a time, and those given while one is out go joined as the next (a model streams
+        far more pieces a second than a token's rate allows requests). A failure is only logged; so is text
+        dropped past MAX_QUEUED_DELTA_CHARS waiting.
+        """
+        with self._deltas_lock:
+            if self._queued_chars + len(text) > MAX_QUEUED_DELTA_CHARS:
+                self.runner.log(f"a delta of {self.session_id} was dropped: {self._queued_chars} characters wait to be sent")
+                return
+            self._queued_chars += len(text)
+            last = self._deltas[-1] if self._deltas else None
+            if last and last[0] == turn and last[1] == step and last[3] + len(text) <= MAX_DELTA_CHARS:
+                last[2].append(text)
+                last[3] += len(text)
+            else:
+                self._deltas.append([turn, step, [text], len(text)])
+            if not self._deltas_sent.is_set():
+                return
+            self._deltas_sent.clear()
+        threading.Thread(target=self._send_deltas, daemon=True).start()
+
+    def _send_deltas(self) -> None:
+        while True:
+            with self._deltas_lock:
+                if not self._deltas:
+                    self._deltas_sent.set()
+                    return
+                turn, step, parts, chars = self._deltas.pop(0)
+                self._queued_chars -= chars
+            try:
+                self.client.request(
+                    "mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }",
+                    {"input": {**self._lease(), "turn": turn, "step": step, "text": "".join(parts)}},
+                )
+            except Exception as err:  # noqa: BLE001 — any failure: this thread must go on to set _deltas_sent
+                self.runner.log(f"a delta of {self.session_id} was not sent: {err}")
+
+    def _deltas_out(self) -> None:
+        """Waits until the deltas given so far are sent: a batch after them is stored after them, as it was given."""
+        self._deltas_sent.wait()
 
     def _let_go(self) -> None:
         self.released = True
@@ -464,6 +511,7 @@ class RunnerSession:
         """Gives the lease back (a lost or already given back lease needs nothing)."""
         if self.released:
             return
+        self._deltas_out()  # sent under the lease, before it goes
         self._let_go()
         if self.lost.is_set():
             return

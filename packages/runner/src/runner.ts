@@ -109,9 +109,14 @@ export interface StepMessage {
   usage?: { inputTokens?: number; outputTokens?: number };
 }
 
+/** The most text one publishTurnUpdate carries (the server takes up to 200,000 characters): joined deltas stop there. */
+const MAX_DELTA_CHARS = 100_000;
+/** Delta text waiting to be sent past which more is dropped (logged): deltas are not stored, and a slow server must not make the runner hold a model's whole output. */
+const MAX_QUEUED_DELTA_CHARS = 4_000_000;
 // RESPONSE_TIMEOUT: an answer that did not come whole in time is a lost connection (an append retried with its batch is written once).
+// A 429 (RATE_LIMITED: the token's rate) was refused before anything was done, as the Python SDK also retries it.
 const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR', 'RESPONSE_TIMEOUT']);
-const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code));
+const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code) || err.status === 429);
 const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code : undefined);
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 /**
@@ -176,7 +181,7 @@ export class ForklineRunner {
     this.log = opts.log ?? (() => {});
   }
 
-  /** Runs `fn`, again after a lost connection or SERVICE_UNAVAILABLE (after its Retry-After, else with backoff), for up to retryForMs. */
+  /** Runs `fn`, again after a lost connection, SERVICE_UNAVAILABLE or a 429 (after its Retry-After, else with backoff), for up to retryForMs. */
   async retrying<T>(fn: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + this.retryForMs;
     const backoff = new Backoff({ initialMs: 100, maxMs: 2000, jitter: 0.5 });
@@ -413,8 +418,14 @@ export class RunnerSession {
   private expiry?: NodeJS.Timeout;
   /** The log's length as this runner last saw it: the next append's expectedEventCount. */
   eventCount?: number;
-  /** Deltas go out in order, one request at a time. */
-  private deltas: Promise<unknown> = Promise.resolve();
+  /**
+   * Deltas not sent yet, in order: one request is out at a time, and what the model streams meanwhile is joined
+   * into one (a model streams far more pieces a second than a token's rate allows requests: docs/runners.md).
+   */
+  private readonly deltaQueue: Array<{ turn: number; step: number; text: string }> = [];
+  private queuedDeltaChars = 0;
+  /** Resolves when deltaQueue has been sent; undefined when nothing is being sent. */
+  private deltasSent?: Promise<void>;
 
   constructor(
     private readonly runner: ForklineRunner,
@@ -641,7 +652,7 @@ export class RunnerSession {
     // A turn's end, or a call asked for approval (the session then waits for a person), gives the lease back when nothing is left to run.
     const endsTurn = events.some((e) => e.type === 'turn/end' || e.type === 'tool/approval-request');
     // Deltas of the turn go out before a batch that may give the lease back.
-    if (endsTurn) await this.deltas;
+    if (endsTurn) await this.deltasSent;
     for (let attempt = 0; ; attempt++) {
       const expected = this.eventCount!;
       try {
@@ -739,22 +750,41 @@ export class RunnerSession {
     clearTimeout(this.expiry);
   }
 
-  /** A model text delta for live clients (sessionTurns); sent in order, not stored, failures only logged. */
+  /**
+   * A model text delta for live clients (sessionTurns): sent in order, not stored, failures only logged. While one
+   * request is out, the deltas that follow are joined (per turn and step, up to MAX_DELTA_CHARS) and go as one when
+   * it is answered; past MAX_QUEUED_DELTA_CHARS waiting, it is dropped (logged). Resolves once the deltas queued
+   * with it are sent (or their failure logged).
+   */
   delta(turn: number, step: number, text: string): Promise<void> {
-    const sent = this.deltas.then(() =>
-      this.runner.client
-        .mutate(PublishTurnUpdateDocument, { input: { sessionId: this.sessionId, leaseToken: this.leaseToken, turn, step, text } })
-        .catch((err) => this.log(`a delta of ${this.sessionId} was not sent`, err)),
-    );
-    this.deltas = sent;
-    return sent.then(() => {});
+    if (this.queuedDeltaChars + text.length > MAX_QUEUED_DELTA_CHARS) {
+      this.log(`a delta of ${this.sessionId} was dropped: ${this.queuedDeltaChars} characters wait to be sent`);
+      return this.deltasSent ?? Promise.resolve();
+    }
+    this.queuedDeltaChars += text.length;
+    const last = this.deltaQueue.at(-1);
+    if (last && last.turn === turn && last.step === step && last.text.length + text.length <= MAX_DELTA_CHARS) last.text += text;
+    else this.deltaQueue.push({ turn, step, text });
+    this.deltasSent ??= this.sendDeltas();
+    return this.deltasSent;
+  }
+
+  private async sendDeltas(): Promise<void> {
+    for (;;) {
+      const d = this.deltaQueue.shift();
+      if (!d) return void (this.deltasSent = undefined); // at once, so a delta that comes next starts a sender
+      this.queuedDeltaChars -= d.text.length;
+      await this.runner.client
+        .mutate(PublishTurnUpdateDocument, { input: { sessionId: this.sessionId, leaseToken: this.leaseToken, turn: d.turn, step: d.step, text: d.text } })
+        .catch((err) => this.log(`a delta of ${this.sessionId} was not sent`, err));
+    }
   }
 
   /** Gives the lease back (a lost lease is already given up). */
   async release(): Promise<void> {
     if (this.released) return;
     this.letGo();
-    await this.deltas;
+    await this.deltasSent;
     if (this.abort.signal.aborted) return;
     try {
       await this.runner.retrying(() =>
