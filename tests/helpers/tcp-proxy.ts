@@ -1,6 +1,7 @@
 // A TCP proxy in front of the test Postgres whose connections can go silent:
 // nothing forwarded either way and nothing closed, as behind a NAT or firewall
-// that dropped the flow, a network partition without RST, or a paused backend.
+// that dropped the flow, a network partition without RST, or a paused backend;
+// or hold what a client sends until the test lets it through.
 import net from 'node:net';
 
 export interface TcpProxy {
@@ -10,6 +11,8 @@ export interface TcpProxy {
   readonly connections: number;
   /** Every connection open now stops forwarding, without closing; later ones forward. */
   silenceOpen(): void;
+  /** Every connection open now holds what it receives from its client until `resume` is called. */
+  hold(): { resume: () => void; heldBytes: () => number };
   close(): Promise<void>;
 }
 
@@ -48,6 +51,19 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
         client.pause();
         upstream.pause();
       }
+    },
+    hold() {
+      const held = open.map(([client]) => client);
+      for (const [client, upstream] of open) {
+        client.unpipe(upstream);
+        client.pause();
+      }
+      return {
+        heldBytes: () => held.reduce((n, c) => n + c.readableLength, 0),
+        resume: () => {
+          for (const [client, upstream] of open) client.pipe(upstream);
+        },
+      };
     },
     async close() {
       for (const s of sockets) s.destroy();
