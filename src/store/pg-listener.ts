@@ -49,7 +49,7 @@ export class PgListener extends EventEmitter {
     try {
       for (const ch of this.channels) await this.within(client, client.query(`LISTEN ${pg.escapeIdentifier(ch)}`), DEADLINE_MS);
     } catch (err) {
-      await client.end().catch(() => {});
+      void client.end().catch(() => {}); // not awaited: one that missed its deadline is being ended already (within)
       throw err;
     }
     this.client = client;
