@@ -21,7 +21,7 @@ const PROBE_MS = 10_000;
 const DEADLINE_MS = 5_000;
 
 /** A statement on the LISTEN connection got no answer in time: the connection is being made again. */
-export class ListenerSilent extends Error {}
+class ListenerSilent extends Error {}
 
 export class PgListener extends EventEmitter {
   private client?: pg.Client;
