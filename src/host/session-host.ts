@@ -431,7 +431,8 @@ export class SessionHost {
         await runner.run();
         if (runner.stopReason === 'turn-limit') this.opts.log?.(`session ${sessionId}: ${runner.turnLimitMessage}`);
         if (runner.stopReason === 'deleted') return;
-        if (runner.stopReason === 'lease-lost') {
+        // A runner whose last append gave the lease back did not lose it, whatever a heartbeat that crossed that append concluded.
+        if (runner.stopReason === 'lease-lost' && !runner.released) {
           if (this.takeNextLease(entry)) continue;
           return;
         }
@@ -566,22 +567,29 @@ export class SessionHost {
   /**
    * Renews this process's leases; runners whose lease was taken over stop.
    * One renewal at a time: a tick that finds the last one still out skips
-   * (another behind it would renew nothing sooner).
+   * (another behind it would renew nothing sooner). A lease found not held is
+   * lost only if its drive still runs under it: the runner's last append may
+   * have given it back meanwhile (its drive then runs input that came since
+   * under a lease claimed anew), and appends are fenced anyway — stopping a
+   * runner here only saves a taken-over turn the work it could not store.
    */
   private async heartbeat(): Promise<void> {
     if (this.running.size === 0 || this.renewing) return;
-    const entries = [...this.running.values()];
+    const entries = [...this.running.values()].map((e) => ({ e, lease: e.lease }));
     let kept: Set<string>;
     this.renewing = true;
     try {
-      kept = await this.leases.renew(entries.map((e) => e.lease));
+      kept = await this.leases.renew(entries.map((x) => x.lease));
     } catch (err) {
       if (!isDatabaseUnavailable(err)) this.opts.log?.('renewing leases failed', err);
       return;
     } finally {
       this.renewing = false;
     }
-    for (const e of entries) if (!kept.has(e.lease.sessionId) && this.running.get(e.lease.sessionId) === e) e.runner?.stop('lease-lost');
+    for (const { e, lease } of entries) {
+      if (kept.has(lease.sessionId) || this.running.get(lease.sessionId) !== e || e.lease !== lease || e.runner?.released) continue;
+      e.runner?.stop('lease-lost');
+    }
   }
 
   /** Sessions deleted (here or by another process): their runners stop without writing, their folds and file workspaces go. */

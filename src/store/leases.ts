@@ -181,10 +181,11 @@ export const DEFAULT_LEASE_TTL_MS = 10_000;
  * heartbeat: in the pool, a renewal waited behind every request queued for a
  * connection (up to the pool's 10 s connection timeout, a whole lease) and
  * the lease lapsed while its holder was alive and working. `query` answers
- * undefined while the connection is down (the pool serves then).
+ * undefined while the connection is down (the pool serves then), and fails
+ * when no answer came within `deadlineMs` (the connection is made again).
  */
 export interface ReservedConnection {
-  query<R extends pg.QueryResultRow>(q: pg.QueryConfig): Promise<pg.QueryResult<R>> | undefined;
+  query<R extends pg.QueryResultRow>(q: pg.QueryConfig, deadlineMs: number): Promise<pg.QueryResult<R>> | undefined;
 }
 
 const LEASE_SQL = {
@@ -330,7 +331,10 @@ export class LeaseStore {
    * Extends the leases still held, in one statement that waits for no row
    * lock (LEASE_SQL.renew); returns the ids still held (the others were taken
    * over, or their session is gone). It runs on the reserved connection when
-   * there is one (`opts.reserved`), not behind request traffic in the pool.
+   * there is one (`opts.reserved`), not behind request traffic in the pool;
+   * when that connection fails, or gives no answer within a third of the
+   * lease (it went silent: a half-open connection answers nothing, ever), the
+   * pool runs it, in time for the lease.
    */
   async renew(leases: Iterable<Lease>): Promise<Set<string>> {
     const list = [...leases];
@@ -344,8 +348,14 @@ export class LeaseStore {
       [...new Set(trees.values())],
       list.map((l) => trees.get(l.sessionId) ?? null), // a session deleted meanwhile: no tree, nothing renewed
     ]);
-    const { rows } = await (this.reserved?.query<{ id: string }>(query) ?? this.pool.query<{ id: string }>(query));
-    return new Set(rows.map((r) => r.id));
+    let result: pg.QueryResult<{ id: string }> | undefined;
+    try {
+      result = await this.reserved?.query<{ id: string }>(query, Math.floor(this.ttlMs / 3));
+    } catch {
+      // Down or silent: the pool serves this renewal. Renewing twice is harmless (it only moves the expiry).
+    }
+    result ??= await this.pool.query<{ id: string }>(query);
+    return new Set(result.rows.map((r) => r.id));
   }
 
   /**
