@@ -91,7 +91,7 @@ describe('live pages and a late subscription', () => {
 
   it('the session list shows a session made, and one changed, between its first read and its subscription listening', async () => {
     const existing = await create('listed before');
-    const { page, errors, ws } = await openHeld('/', ['sessionsChanged']);
+    const { page, errors, ws } = await openHeld('/', ['sessionListChanges']);
     const row = (id: string) => page.locator(`nav.tree li.tree-node[data-session-id="${id}"]`);
     await row(existing).waitFor();
     await expect.poll(() => ws.held()).toBeGreaterThan(0);

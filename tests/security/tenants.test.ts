@@ -178,7 +178,7 @@ describe("another tenant's sessions do not exist", () => {
     expect(listB.data.sessions.edges.map((e: any) => e.node.id).sort()).toEqual([importedId, forkB.data.forkSession.session.id].sort());
   });
 
-  it("B cannot subscribe to them over WebSocket or SSE; sessionsChanged carries only B's sessions", async () => {
+  it("B cannot subscribe to them over WebSocket or SSE; sessionsChanged and sessionListChanges carry only B's sessions", async () => {
     const clientB = wsClient(app.url, { connectionParams: B });
     const wsEvents = subscribeWs(app.url, 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }', { id: sessionA }, clientB);
     const wsTurns = subscribeWs(app.url, 'subscription($id: ID!) { sessionTurns(sessionId: $id) { kind } }', { id: sessionA }, clientB);
@@ -193,17 +193,22 @@ describe("another tenant's sessions do not exist", () => {
     const open = await openSubscriptions(app.url);
     const changedB = subscribeWs(app.url, 'subscription { sessionsChanged { id title } }', {}, clientB);
     const changedSseB = subscribeSse(app.url, 'subscription { sessionsChanged { id title } }', {}, B);
-    await subscriptionsOpened(app.url, open, 2); // both subscriptions are listening
+    const listB = subscribeWs(app.url, 'subscription { sessionListChanges { session { id title } } }', {}, clientB);
+    await subscriptionsOpened(app.url, open, 3); // all three subscriptions are listening
     await asA('mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "A again") { id } }', { id: sessionA });
     await asA('mutation { createSession(input: { title: "A new" }) { id } }');
     const own = (await asB('mutation { createSession(input: { title: "B marker" }) { id } }')).data.createSession.id;
     await changedB.until((items) => items.some((i) => i.sessionsChanged.id === own), 'B marker over ws');
     await changedSseB.until((items) => items.some((i) => i.sessionsChanged.id === own), 'B marker over sse');
+    await listB.until((items) => items.some((i) => i.sessionListChanges.session?.id === own), 'B marker in the list');
     for (const sub of [changedB, changedSseB]) {
       expect(sub.items.map((i) => i.sessionsChanged.title)).not.toContain('A again');
       expect(sub.items.map((i) => i.sessionsChanged.title)).not.toContain('A new');
       await sub.close();
     }
+    expect(listB.items.map((i) => i.sessionListChanges.session?.title)).not.toContain('A again');
+    expect(listB.items.map((i) => i.sessionListChanges.session?.title)).not.toContain('A new');
+    await listB.close();
     await clientB.dispose();
   });
 });

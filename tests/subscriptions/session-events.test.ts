@@ -62,6 +62,21 @@ describe.each<Transport>(['ws', 'sse'])('sessionEvents over %s', (transport) => 
   });
 });
 
+describe.each<Transport>(['ws', 'sse'])('sessionListChanges over %s', (transport) => {
+  it('says first that it listens (with no session), then names each session as it changes; leaves nothing behind', async () => {
+    const sub = subscribe(transport, app.url, `subscription { sessionListChanges { listening session { id title } } }`);
+    const [first] = await sub.count(1);
+    expect(first).toEqual({ sessionListChanges: { listening: true, session: null } });
+    // Listening by then: a session made now reaches it.
+    const id = await create('after listening');
+    await sub.until((items) => items.some((c) => c.sessionListChanges.session?.id === id), 'the new session');
+    expect(sub.items.slice(1).every((c) => c.sessionListChanges.listening === false)).toBe(true);
+    expect(sub.errors).toEqual([]);
+    await sub.close();
+    await waitFor(() => app.services.live.stats().sessions === 0, { what: 'unregistered' });
+  });
+});
+
 describe('subscriber lifecycle', () => {
   it.each<Transport>(['ws', 'sse'])('a client that goes away over %s leaves nothing behind', async (transport) => {
     const id = await create();

@@ -1,15 +1,15 @@
-// The sidebar: every session as a lineage tree, kept live by sessionsChanged,
+// The sidebar: every session as a lineage tree, kept live by sessionListChanges,
 // with full-text search (search.tsx) and recording import (recording-import.tsx).
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
   CreateSessionDocument,
-  SessionsChangedDocument,
+  SessionListChangesDocument,
   SessionsChangedSinceDocument,
   SessionsDeletedDocument,
   SessionsDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
-import { follow, followListening, forkline, oneAtATime } from './api.ts';
+import { follow, forkline, oneAtATime } from './api.ts';
 import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { focusComposerOf } from './composer.tsx';
 import { distinctTitle, lineageForest, type LineageNode } from './lineage.ts';
@@ -37,18 +37,7 @@ function newestChange(sessions: Iterable<SessionSummaryFragment>): string | null
   return newest;
 }
 
-/** How many of the newest rows a list's subscription starts with: one deleted meanwhile leaves the others. */
-const START_WITH = 3;
-
-/** The ids of the `n` sessions changed last. */
-function newestIds(sessions: Iterable<SessionSummaryFragment>, n: number): string[] {
-  return [...sessions]
-    .sort((a, b) => Date.parse(b.updatedAt) - Date.parse(a.updatedAt))
-    .slice(0, n)
-    .map((s) => s.id);
-}
-
-/** All sessions by id; loaded page by page, then updated by sessionsChanged and sessionsDeleted. */
+/** All sessions by id; loaded page by page, then updated by sessionListChanges and sessionsDeleted. */
 export function useSessions() {
   const [sessions, setSessions] = useState<ReadonlyMap<string, SessionSummaryFragment>>(new Map());
   const [error, setError] = useState<string | null>(null);
@@ -77,36 +66,25 @@ export function useSessions() {
     let loadedOnce = false;
     // The list is read over HTTP and followed over the WebSocket, and nothing orders the two: the server may
     // start listening after the read was answered, and a session made or changed in between would not show
-    // until it changed again (docs/api.md, sessionsChanged). So the subscription starts with the newest rows
-    // held (`startWith`), sent once it listens, and the first row after each (re)subscribe has what changed
-    // since the newest change held read again (catchUp: those sessions only, not the whole list). An empty list
-    // has no row to start with: its first live row does that.
+    // until it changed again (docs/api.md, sessionListChanges). So the subscription's first result, sent once it
+    // listens (after each resubscribe too: nothing changed meanwhile is replayed), has what changed since the
+    // newest change held read again (catchUp: those sessions only, not the whole list; an empty list, a new
+    // tenant's, is read whole).
     let unsubscribe = () => {};
     const startLive = () => {
       if (cancelled) return;
-      unsubscribe = followListening(
-        () => {
-          const startWith = newestIds(held.current.values(), START_WITH);
-          return forkline.subscribe(SessionsChangedDocument, startWith.length ? { startWith } : {});
+      unsubscribe = follow(() => forkline.subscribe(SessionListChangesDocument), {
+        next: ({ sessionListChanges: { listening, session } }) => {
+          setError(null);
+          if (listening) catchUpSoon();
+          if (!session) return;
+          liveDuringLoad?.add(session.id);
+          upsert([session]);
         },
-        {
-          first: catchUpSoon,
-          next: (r) => {
-            setError(null);
-            liveDuringLoad?.add(r.sessionsChanged.id);
-            upsert([r.sessionsChanged]);
-          },
-          error: (err) => setError(`live updates: ${errorText(err)}`),
-          reconnecting: () => setError('live updates: reconnecting…'),
-          // Back after a lost connection (a server restart): the subscription does not replay what changed
-          // meanwhile, so the list asks for the sessions changed since what it held (made, forked, appended to),
-          // now and again once it listens (now too in case every row it started with went meanwhile).
-          resumed: () => {
-            setError(null);
-            catchUpSoon();
-          },
-        },
-      );
+        error: (err) => setError(`live updates: ${errorText(err)}`),
+        reconnecting: () => setError('live updates: reconnecting…'),
+        resumed: () => setError(null),
+      });
     };
     const unsubscribeDeleted = follow(() => forkline.subscribe(SessionsDeletedDocument), {
       next: ({ sessionsDeleted: { deletedSessionIds } }) =>
@@ -168,8 +146,8 @@ export function useSessions() {
       () => catchUp().catch((err) => void (!cancelled && setError(errorText(err)))),
       () => cancelled,
     );
-    // The subscription starts once the first read is in (and rendered: held.current has its rows, the rows to
-    // start with); a failed first read is read again when the server answers (the subscription's resumed).
+    // The subscription starts once the first read is in (and rendered: held.current has its rows, the newest
+    // change to catch up from); a failed first read is read again once the subscription listens (after resuming).
     void load(false)
       .catch((err) => !cancelled && setError(`Sessions could not be loaded: ${errorText(err)}`))
       .then(() => new Promise((resolve) => setTimeout(resolve)))

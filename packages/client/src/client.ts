@@ -46,8 +46,9 @@ export interface ForklineClientOptions {
    * headers to its last byte (a mutation may work for long before it answers:
    * an import waiting for a slot, a compaction waiting for a turn); past it the
    * request fails with RESPONSE_TIMEOUT, so a server or proxy that stalls or
-   * trickles cannot hold the caller forever. An upload's wait for its
-   * outcome is bounded by silence instead: from the moment the recording is
+   * trickles cannot hold the caller forever. An upload's wait is bounded by
+   * silence instead: while the recording is sent, the server must take its
+   * next chunk within this bound; from the moment the recording is
    * sent, the server must answer, then send a progress line, within this bound
    * each time (it sends one every quarter second while the import waits or
    * runs), so a long import is waited for and a server that went is not.
@@ -572,6 +573,8 @@ class Silence {
   /** The answer's headers came: the request body no longer moves the bound. */
   #answered = false;
   #ended = false;
+  /** Cancels the caller's stream (watching). */
+  #stopSource?: () => void;
 
   constructor(ms: number) {
     this.#ms = ms;
@@ -596,18 +599,30 @@ class Silence {
   end() {
     this.#ended = true;
     clearTimeout(this.#timer);
+    this.#stopSource?.();
   }
 
-  /** The recording as a stream the transport pulls a chunk at a time: the bound stops while the caller's stream is read, and restarts with each chunk handed over. */
+  /**
+   * The recording as a stream the transport pulls a chunk at a time: the bound stops while the caller's stream is
+   * read, and restarts with each chunk handed over. Once the upload is over (its silence, its answer, its failure)
+   * the caller's stream is cancelled and no more is handed over: Node's fetch, aborted, went on reading the request
+   * body to its end, in a loop that held the event loop (an endless stream: for ever).
+   */
   watching(body: ReadableStream<Uint8Array> | Blob | string): ReadableStream<Uint8Array> {
     const source = (typeof body === 'string' ? new Blob([body]) : body instanceof Blob ? body : undefined)?.stream() ?? (body as ReadableStream<Uint8Array>);
     const reader = source.getReader();
+    const over = () => this.#ended || this.#abort.signal.aborted;
+    const overError = () => new Error('the upload is over');
+    this.#stopSource = () => void reader.cancel(overError()).catch(() => {});
+    this.#abort.signal.addEventListener('abort', this.#stopSource, { once: true });
     return new ReadableStream<Uint8Array>(
       {
         pull: async (controller) => {
+          if (over()) return controller.error(overError());
           // Waiting for the caller's stream, not for the server.
           if (!this.#answered) clearTimeout(this.#timer);
           const r = await reader.read();
+          if (over()) return controller.error(overError());
           if (r.done) controller.close();
           else controller.enqueue(r.value);
           // The transport owes the next pull (the server is taking the bytes), or, the recording sent, the answer.

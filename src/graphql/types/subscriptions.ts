@@ -8,6 +8,8 @@ import { SessionRef } from './session.ts';
 import { DeleteSessionPayload } from './mutations.ts';
 import { scopedReads } from '../scoped-reads.ts';
 import { answerOf, type TurnUpdate } from '../../agent/turn-updates.ts';
+import { LISTENING } from '../../host/live/live-events.ts';
+import type { SessionRow } from '../../store/session-store.ts';
 
 const TurnUpdateKindEnum = builder.enumType('TurnUpdateKind', {
   values: {
@@ -61,6 +63,22 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
     reason: t.exposeString('reason', { nullable: true, description: "STEP_ENDED / TURN_ENDED: the reason; APPROVAL_DECIDED: the decision's reason." }),
     decision: t.exposeString('decision', { nullable: true, description: 'APPROVAL_DECIDED: `approved` or `denied`.' }),
     by: t.exposeString('by', { nullable: true, description: 'APPROVAL_DECIDED: who decided (from their token).' }),
+  }),
+});
+
+const SessionListChangeRef = builder.objectRef<SessionRow | typeof LISTENING>('SessionListChange').implement({
+  description: "sessionListChanges' results: first one that says the subscription listens, then the sessions as they change.",
+  fields: (t) => ({
+    listening: t.boolean({
+      description: 'True on the first result only, sent once the subscription listens: a client that read before subscribing reads again then.',
+      resolve: (c) => c === LISTENING,
+    }),
+    session: t.field({
+      type: SessionRef,
+      nullable: true,
+      description: 'The session created, forked, imported or appended to (null on the first result).',
+      resolve: (c) => (c === LISTENING ? null : c),
+    }),
   }),
 });
 
@@ -163,6 +181,15 @@ builder.subscriptionFields((t) => ({
       return ctx.services.live.sessionsChanged(ctx.scope, p.startWith ?? []);
     },
     resolve: (session) => session,
+  }),
+  sessionListChanges: t.field({
+    type: SessionListChangeRef,
+    description:
+      'sessionsChanged for a client that holds a list: first a result with `listening` true, sent once the subscription listens ' +
+      '(a client that read the list before reads again then, and so misses no change made in between, even with no row to start with), ' +
+      'then one per changed session.',
+    subscribe: (_root, _args, ctx) => ctx.services.live.sessionsChangedFromListening(ctx.scope),
+    resolve: (change) => change,
   }),
   sessionsDeleted: t.field({
     type: DeleteSessionPayload,

@@ -14,13 +14,13 @@ import { readOpenTail, type OpenTailReader, type TurnUpdate } from '../../agent/
 import { EventWindows, type EventStream } from './event-window.ts';
 import { TurnUpdateRelay } from './turn-update-relay.ts';
 import { turnsFromLog } from './turn-stream.ts';
-import { SessionChanges, type SessionsDeleted } from './session-changes.ts';
+import { LISTENING, SessionChanges, type SessionsDeleted } from './session-changes.ts';
 import { readingFor, type StatementScope } from '../../db/statement-deadlines.ts';
 import { Repeater } from '@repeaterjs/repeater';
 
 export { turnPayloads } from './turn-update-relay.ts';
 export type { EventStream } from './event-window.ts';
-export type { SessionsDeleted } from './session-changes.ts';
+export { LISTENING, type SessionsDeleted } from './session-changes.ts';
 
 export interface LiveEventsOptions {
   log?: (msg: string, err?: unknown) => void;
@@ -119,6 +119,11 @@ export class LiveEvents {
   /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */
   sessionsChanged(scope: Scope, startWith: readonly string[] = []): AsyncIterableIterator<SessionRow> {
     return this.changes.changed(scope, startWith);
+  }
+
+  /** sessionsChanged, LISTENING first (once this process hears the tenant's changes). */
+  sessionsChangedFromListening(scope: Scope): AsyncIterableIterator<SessionRow | typeof LISTENING> {
+    return this.changes.changedFromListening(scope);
   }
 
   /** Ids of the caller's tenant's sessions as they are deleted. */

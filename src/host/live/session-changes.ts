@@ -12,6 +12,9 @@ export interface SessionsDeleted {
   deletedSessionIds: string[];
 }
 
+/** The first item of `changedFromListening`: the subscriber is registered, so any later change reaches it. */
+export const LISTENING = Symbol('listening');
+
 interface Subscriber<T> {
   scope: Scope;
   queue: UpdateQueue<T>;
@@ -37,6 +40,29 @@ export class SessionChanges {
    * change reaches it (a read made before then may have missed one).
    */
   changed(scope: Scope, startWith: readonly string[] = []): AsyncIterableIterator<SessionRow> {
+    const entry = this.register(scope);
+    if (startWith.length) void this.startWith(entry, [...new Set(startWith)]);
+    return entry.queue;
+  }
+
+  /**
+   * `changed` without rows to start with, LISTENING first: a client that read the list before subscribing reads
+   * again on it, even when it held no row to start with (an empty list).
+   */
+  changedFromListening(scope: Scope): AsyncIterableIterator<SessionRow | typeof LISTENING> {
+    const rows = this.register(scope).queue;
+    let announced = false;
+    // Not an async generator: its return() waits for a pending next(), and the queue's must not (update-queue.ts).
+    return {
+      next: () => (announced ? rows.next() : ((announced = true), Promise.resolve({ value: LISTENING, done: false }))),
+      return: () => rows.return(),
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+  }
+
+  private register(scope: Scope): Subscriber<SessionRow> {
     const entry: Subscriber<SessionRow> = {
       scope,
       queue: new UpdateQueue<SessionRow>({
@@ -46,8 +72,7 @@ export class SessionChanges {
       }),
     };
     this.changedSubscribers.add(entry);
-    if (startWith.length) void this.startWith(entry, [...new Set(startWith)]);
-    return entry.queue;
+    return entry;
   }
 
   private async startWith(entry: Subscriber<SessionRow>, ids: string[]) {
