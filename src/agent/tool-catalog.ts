@@ -14,8 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { isStdioServer, MCP_NAME_SEPARATOR, type McpConfig } from './mcp/mcp-config.ts';
 import { loggedError, McpServerConnection, type McpToolInfo, type ServerLimits } from './mcp/mcp-server.ts';
-import { CompileBudgetSpent, COMPILE_BUDGET, mcpTool, SchemaValidators } from './mcp/mcp-tools.ts';
-import { setImmediate as letGo } from 'node:timers/promises';
+import { mcpTool } from './mcp/mcp-tools.ts';
+import { COMPILE_BUDGET, NotCompiledNow, SchemaChecks } from './mcp/schema-checks.ts';
 import { LRUCache } from 'lru-cache';
 
 /** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
@@ -27,10 +27,6 @@ const MAX_SESSION_SERVERS = 16;
 const MAX_STOPPED_REASONS = 1000;
 /** A workspace server stopped past the quota while it lists its tools is not started again for this long (FAILED meanwhile). */
 const LISTING_RETRY_MS = 60_000;
-/** A server's tools made (their schemas compiled) in one turn of the event loop: a list of 1,000 is not one stretch. */
-const TOOLS_MADE_PER_TURN = 20;
-/** Or fewer: the event loop is let go once making them took this long. */
-const TURN_MS = 10;
 
 export interface CatalogScope {
   tenant: string;
@@ -75,8 +71,8 @@ export class ToolCatalog {
   private readonly builtins: Map<string, Tool>;
   /** The tools made of each tools/list answer; `retryAt`: some were not, their server's compile budget spent (made again then). */
   private readonly made = new WeakMap<object, Promise<{ tools: Tool[]; retryAt?: number }>>();
-  /** Each server's compiled schemas, by content: a list asked again compiles only what is new in it. */
-  private readonly validators = new Map<string, SchemaValidators>();
+  /** The servers' compiled schemas, by content (a list asked again compiles only what is new in it), in the schema worker. */
+  readonly schemaChecks: SchemaChecks;
   /** Workspace servers' instances, one per session that called them lately (the oldest closed past the bound). */
   private readonly perSession = new Map<string, McpServerConnection>();
   /** Which making of its session's directory each workspace server instance was started in. */
@@ -112,7 +108,6 @@ export class ToolCatalog {
   private readonly sandbox?: SandboxRunner;
   /** The agent's tool timeout: how long a server without its own `timeoutMs` may take to start and list its tools. */
   private readonly toolTimeoutMs: number;
-  private readonly compileBudget: typeof COMPILE_BUDGET;
 
   constructor(
     mcp: McpConfig | undefined,
@@ -129,11 +124,13 @@ export class ToolCatalog {
       approvalTools?: readonly string[];
       toolTimeoutMs?: number;
       workspaceLimits?: WorkspaceLimits;
-      /** The CPU each server's schemas may take to compile in a window (mcp-tools.ts COMPILE_BUDGET). */
+      /** The time each server's schemas may take the schema worker to compile in a window (schema-checks.ts COMPILE_BUDGET). */
       compileBudget?: typeof COMPILE_BUDGET;
+      /** The longest one compile or check may take the schema worker (schema-checks.ts SCHEMA_TIME_BOUND_MS). */
+      schemaTimeBoundMs?: number;
     } = {},
   ) {
-    this.compileBudget = opts.compileBudget ?? COMPILE_BUDGET;
+    this.schemaChecks = new SchemaChecks({ budget: opts.compileBudget, timeBoundMs: opts.schemaTimeBoundMs }, log);
     this.toolTimeoutMs = opts.toolTimeoutMs ?? 30_000;
     this.workspaceLimits = opts.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS;
     const problem = approvalToolsProblem(opts.approvalTools ?? []);
@@ -257,6 +254,7 @@ export class ToolCatalog {
     this.perSession.clear();
     if (this.listingDir) fs.rmSync(this.listingDir, { recursive: true, force: true });
     if (this.homeDir) fs.rmSync(this.homeDir, { recursive: true, force: true });
+    await this.schemaChecks.close();
   }
 
   /** The empty directory of its own a workspace server is started in to list its tools. */
@@ -335,28 +333,26 @@ export class ToolCatalog {
     return connection;
   }
 
-  /** A server's tools of one tools/list answer, TOOLS_MADE_PER_TURN (or TURN_MS) a turn of the event loop; a schema Ajv cannot compile leaves its tool out. */
+  /**
+   * A server's tools of one tools/list answer, their schemas compiled by the schema worker one after the other (the
+   * event loop goes on meanwhile); a schema that does not compile leaves its tool out, and one not compiled now
+   * (NotCompiledNow) until `retryAt`, when the list is made again.
+   */
   private async makeTools(name: string, infos: readonly McpToolInfo[]): Promise<{ tools: Tool[]; retryAt?: number }> {
     const { connection, config } = this.servers.get(name)!;
     const tools: Tool[] = [];
-    let budgetSpent: { error: CompileBudgetSpent; left: number } | undefined;
-    let validators = this.validators.get(name);
-    if (!validators) this.validators.set(name, (validators = new SchemaValidators(this.compileBudget)));
-    let turnStarted = performance.now();
-    for (const [i, info] of infos.entries()) {
-      // A schema's compile may take a good part of the turn (its size is bounded: mcp-tools.ts): let go once one has.
-      if (i > 0 && (i % TOOLS_MADE_PER_TURN === 0 || performance.now() - turnStarted > TURN_MS)) {
-        await letGo();
-        turnStarted = performance.now();
-      }
+    const notNow = new Map<string, { retryAt: number; left: number }>();
+    for (const info of infos) {
       try {
+        const input = await this.schemaChecks.check(name, info.inputSchema);
+        const output = info.outputSchema && (await this.schemaChecks.check(name, info.outputSchema));
         tools.push(
           mcpTool(connection, info, {
             trusted: config.trusted,
             effect: config.tools[info.name]?.effect ?? config.effect,
             approval: config.tools[info.name]?.approval ?? config.approval,
             timeoutMs: config.timeoutMs,
-            validators,
+            checks: output ? { input, output } : { input },
             ...(isStdioServer(config) && config.workspace
               ? {
                   workspace: {
@@ -368,16 +364,19 @@ export class ToolCatalog {
           }),
         );
       } catch (err) {
-        if (err instanceof CompileBudgetSpent) {
-          budgetSpent ??= { error: err, left: 0 };
-          budgetSpent.left++;
+        if (err instanceof NotCompiledNow) {
+          const why = notNow.get(err.message) ?? { retryAt: err.retryAt, left: 0 };
+          why.retryAt = Math.max(why.retryAt, err.retryAt);
+          why.left++;
+          notNow.set(err.message, why);
         } else this.log(`MCP server "${name}": tool "${info.name}" is not offered: its schema cannot be used`, err);
       }
     }
-    if (!budgetSpent) return { tools };
-    const { error, left } = budgetSpent;
-    this.log(`MCP server "${name}": ${left} of its tools are not offered until ${new Date(error.retryAt).toISOString()}: ${error.message}`);
-    return { tools, retryAt: error.retryAt };
+    if (notNow.size === 0) return { tools };
+    for (const [why, { retryAt, left }] of notNow) {
+      this.log(`MCP server "${name}": ${left} of its tools are not offered until ${new Date(retryAt).toISOString()}: ${why}`);
+    }
+    return { tools, retryAt: Math.min(...[...notNow.values()].map((n) => n.retryAt)) };
   }
 
   private async serverTools(name: string): Promise<Tool[]> {

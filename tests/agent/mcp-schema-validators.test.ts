@@ -4,7 +4,7 @@
 // does not compile is not compiled again.
 import { Ajv } from 'ajv';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SchemaValidators } from '../../src/agent/mcp/mcp-tools.ts';
+import { SchemaValidators } from '../../src/agent/mcp/schema-validators.ts';
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -1,0 +1,46 @@
+// The schema worker: a worker thread that compiles MCP servers' tool schemas and checks values against them
+// (schema-validators.ts), so that neither holds the process's event loop (schema-checks.ts starts it, bounds each
+// request's time and starts it again when one runs past that).
+import { parentPort } from 'node:worker_threads';
+import { LRUCache } from 'lru-cache';
+import { SCHEMAS_PER_COMPILER, SchemaValidators, type SchemaCheck } from './schema-validators.ts';
+
+/** What the process asks: compile a server's schema as `handle`, or check a value against the schema of `handle`. */
+export type SchemaRequest =
+  { id: number; op: 'compile'; server: string; handle: number; schema: Record<string, unknown> } | { id: number; op: 'check'; handle: number; value: unknown };
+
+/** Its answers: the compile's time (ms) and its error if any; a check's result, or `missing` (this worker did not compile it). */
+export type SchemaAnswer =
+  | { ready: true }
+  | { id: number; ms: number; error?: string }
+  | { id: number; missing: true }
+  | { id: number; valid: true }
+  | { id: number; valid: false; errorMessage: string };
+
+/** Checks by handle: as many as the servers' compilers keep, about (a check forgotten is compiled again when asked). */
+const MAX_CHECKS = 10 * SCHEMAS_PER_COMPILER;
+
+const port = parentPort;
+if (port) {
+  const servers = new Map<string, SchemaValidators>();
+  const checks = new LRUCache<number, SchemaCheck>({ max: MAX_CHECKS });
+  const answer = (req: SchemaRequest): SchemaAnswer => {
+    if (req.op === 'check') {
+      const check = checks.get(req.handle);
+      if (!check) return { id: req.id, missing: true };
+      const result = check(req.value);
+      return result.valid ? { id: req.id, valid: true } : { id: req.id, valid: false, errorMessage: result.errorMessage };
+    }
+    let validators = servers.get(req.server);
+    if (!validators) servers.set(req.server, (validators = new SchemaValidators()));
+    const started = performance.now();
+    try {
+      checks.set(req.handle, validators.check(req.schema));
+      return { id: req.id, ms: performance.now() - started };
+    } catch (err) {
+      return { id: req.id, ms: performance.now() - started, error: err instanceof Error ? err.message : String(err) };
+    }
+  };
+  port.on('message', (req: SchemaRequest) => port.postMessage(answer(req)));
+  port.postMessage({ ready: true } satisfies SchemaAnswer);
+}
