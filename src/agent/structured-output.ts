@@ -8,6 +8,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
+import { RE2 } from 're2-wasm';
 import { badInput } from '../core/errors.ts';
 import type { ResponseFormat } from '../core/events.ts';
 import { unstorableReason } from '../core/storable.ts';
@@ -16,7 +17,16 @@ import { unstorableReason } from '../core/storable.ts';
 export const OUTPUT_MISMATCH = 'OUTPUT_SCHEMA_MISMATCH';
 
 // Draft 2020-12 unless the schema names draft-07 or -06 (what zod, Pydantic and most tools emit is one of these).
-const options = { allErrors: true, strict: false, logger: false } as const;
+// The schema is the caller's and the answer follows the caller's message, so a `pattern` runs on RE2, whose time is
+// linear in the text (on the JavaScript engine `^(a+)+$` against 40 `a`s and a `!` held the process's event loop for
+// hours), and a `$ref` is compiled as a call, never inlined (docs/agents.md "Structured output").
+const options = {
+  allErrors: true,
+  strict: false,
+  logger: false,
+  inlineRefs: false,
+  code: { regExp: Object.assign((pattern: string, flags: string) => new RE2(pattern, flags), { code: 'RE2' }) },
+} as const;
 const draft2020 = addFormats.default(new Ajv2020(options));
 const draft7 = addFormats.default(new Ajv(options));
 const DRAFT_7 = /^https?:\/\/json-schema\.org\/draft-0[67]\/schema#?$/;
