@@ -100,6 +100,8 @@ export interface AppOptions {
   /** WebSocket ping interval and how long a silent socket lives (ws-liveness.ts; tests shorten them). */
   wsLiveness?: LivenessOptions;
   toolTimeoutMs?: number;
+  /** The longest one schema compile or check may take the schema worker (mcp/schema-checks.ts SCHEMA_TIME_BOUND_MS; tests shorten it). */
+  schemaTimeBoundMs?: number;
   /** MCP servers whose tools the agent may use (FORKLINE_MCP_CONFIG); unset: built-in tools only. */
   mcp?: McpConfig;
   /** JSON POST queries and mutations skip yoga's fetch layer (http/graphql/fast-lane.ts; FORKLINE_HTTP_FAST_LANE). */
@@ -227,6 +229,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     approvalTools: opts.approvalTools,
     toolTimeoutMs: opts.toolTimeoutMs,
     workspaceLimits: limits,
+    schemaTimeBoundMs: opts.schemaTimeBoundMs,
   });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));

@@ -597,7 +597,15 @@ export class SessionRunner {
       const costUsd = answer.usage && (this.deps.budget?.models ?? SHIPPED_MODELS).costOf(config.model, answer.usage);
       modelObs?.end(answer, costUsd);
       // Structured output: the final answer (no tool calls) must match its input's schema; its parsed value is stored with it.
-      const checked = answer.toolCalls.length === 0 && responseFormat ? validateAnswer(responseFormat, answer.text) : undefined;
+      const checked =
+        answer.toolCalls.length === 0 && responseFormat
+          ? await validateAnswer(
+              responseFormat,
+              answer.text,
+              this.deps.tools.schemaChecks,
+              (this.fold.tenant ??= (await this.deps.store.sessions.tenantOf(this.sessionId)) ?? ''),
+            )
+          : undefined;
       // Every call the model made is recorded; one whose id or name the log cannot hold, whose id is taken (in this step or
       // the conversation), or that names no tool this request offered by the name it went by, is refused (core/model-calls.ts).
       const earlier = new Set(messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : [])));

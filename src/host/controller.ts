@@ -156,7 +156,7 @@ export class SessionController {
   private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, overrides: ChildOverrides, idem: Idempotency): Promise<ForkResult> {
     if (overrides.model) this.checkModel(overrides.model);
     const { title, model, message, instructions, responseFormat } = overrides;
-    checkMessageFormat(message, responseFormat);
+    await this.checkMessageFormat(scope, message, responseFormat);
     // Absent overrides hash as before they existed: a retry from an older client still matches.
     const hashed = {
       sessionId,
@@ -187,7 +187,7 @@ export class SessionController {
     if (at.atSeq !== undefined && at.anchorSeq !== undefined) throw new ForklineError('BAD_USER_INPUT', 'give atSeq or anchorSeq, not both');
     for (const v of variants) {
       if (v.model) this.checkModel(v.model);
-      checkMessageFormat(v.message, v.responseFormat);
+      await this.checkMessageFormat(scope, v.message, v.responseFormat);
     }
     const cut: Cut = at.atSeq !== undefined ? at.atSeq : { anchorSeq: at.anchorSeq };
     const hashed = {
@@ -220,6 +220,13 @@ export class SessionController {
     return { session, parent, cutSeq: r.cutSeq, syntheticEvents: seed.filter((e) => e.synthetic), inputId: r.inputId };
   }
 
+  /** A response schema goes with a message (it is what the message's answer must match) and must be a usable JSON Schema. */
+  private async checkMessageFormat(scope: Scope, message: string | null | undefined, responseFormat: ResponseFormat | null | undefined): Promise<void> {
+    if (!responseFormat) return;
+    if (message == null) throw new ForklineError('BAD_USER_INPUT', "responseSchema needs a message: it is what the message's answer must match");
+    await checkResponseFormat(responseFormat, this.tools.schemaChecks, scope.tenant);
+  }
+
   /** Queues a user input in the durable inbox and wakes the session's agent. */
   async sendMessage(
     scope: Scope,
@@ -228,7 +235,7 @@ export class SessionController {
     idem: Idempotency = {},
     responseFormat?: ResponseFormat,
   ): Promise<{ sessionId: string; inputId: string; event: StoredEvent }> {
-    if (responseFormat) checkResponseFormat(responseFormat);
+    if (responseFormat) await checkResponseFormat(responseFormat, this.tools.schemaChecks, scope.tenant);
     // Without a schema, the input hashes as before it could have one (retries of older clients still match).
     const call = this.call(scope, 'sendMessage', responseFormat ? { sessionId, text, responseFormat } : { sessionId, text }, idem);
     // With room here, the input's append also claims the session's lease: one statement to queue it and take it.
@@ -543,10 +550,3 @@ class KeyCommitted extends Error {
 
 /** The input id an inbox/add queued. */
 const inputIdOf = (queued: StoredEvent): string => dataOf(queued, 'inbox/add')!.inputId;
-
-/** A response schema goes with a message (it is what the message's answer must match) and must be a usable JSON Schema. */
-function checkMessageFormat(message: string | null | undefined, responseFormat: ResponseFormat | null | undefined): void {
-  if (!responseFormat) return;
-  if (message == null) throw new ForklineError('BAD_USER_INPUT', "responseSchema needs a message: it is what the message's answer must match");
-  checkResponseFormat(responseFormat);
-}

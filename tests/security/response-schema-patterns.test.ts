@@ -19,7 +19,11 @@ let app: TestApp;
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  app = await startTestApp({ providers: { openaiCompatible: { baseUrl: `${fake.origin}/compat/v1`, apiKey: 'sk-compat' } } });
+  app = await startTestApp({
+    providers: { openaiCompatible: { baseUrl: `${fake.origin}/compat/v1`, apiKey: 'sk-compat' } },
+    // Shorter than the 2 s default: a schema this test makes costly is refused by the bound before RE2's own heap runs out.
+    schemaTimeBoundMs: 500,
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -63,6 +67,24 @@ describe("a response schema's patterns", () => {
     expect(anyData(log.filter((e) => e.type === 'model/message').at(-1)!).output).toEqual({ word: 'aaaa' });
   });
 
+  it("that take long to compile do not hold the process: the schema worker's time bound refuses the schema", async () => {
+    const id = await session();
+    // Each a large counted class (RE2 builds it out: 0.1–0.2 s a pattern), 100 of them in 7 KB of schema: 10 s and more on the event loop.
+    const properties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { type: 'string', pattern: `^[\\x{0}-\\x{10ffff}]{${1000 - i}}$` }]));
+    const { result, waitedMs } = await servedMeanwhile(app.url, () =>
+      app.gql(SEND, { i: { sessionId: id, text: 'hi', responseSchema: { type: 'object', properties } } }),
+    );
+    expect(result.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(result.errors?.[0]?.message).toMatch(/took more than 500 ms/);
+    expect(waitedMs).toBeLessThan(WAIT_BOUND_MS);
+    // The process goes on: a plain schema is taken.
+    fake.handlers.push(answer(JSON.stringify({ word: 'ok' })));
+    await app.ok(SEND, { i: { sessionId: id, text: 'again', responseSchema: schemaWith('^o') } });
+    await app.services.host.idle();
+    const turns = await app.ok(`query($id: ID!) { session(id: $id) { turns { reason structuredOutput } } }`, { id });
+    expect(turns.session.turns).toEqual([{ reason: 'completed', structuredOutput: { word: 'ok' } }]);
+  });
+
   it('that RE2 does not take (lookaround, backreferences) are refused at the door: BAD_USER_INPUT, nothing written', async () => {
     const id = await session();
     const before = (await app.services.store.log.page(id, -1, 1000)).length;
@@ -72,5 +94,31 @@ describe("a response schema's patterns", () => {
       expect(r.errors?.[0]?.message).toMatch(/not a valid JSON Schema/);
     }
     expect(await app.services.store.log.page(id, -1, 1000)).toHaveLength(before);
+  });
+});
+
+describe("a tenant's response schemas", () => {
+  // Last in this file: it spends the tenant's budget for the minute.
+  it("that keep taking long to compile spend the tenant's budget: new schemas are RATE_LIMITED until the minute ends", async () => {
+    const id = await session();
+    const costly = (n: number) => ({
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { type: 'string', pattern: `^[\\x{0}-\\x{10ffff}]{${900 - n - i}}$` }])),
+    });
+    // Each refused compile counts the whole bound (500 ms) against the budget (5,000 ms a minute).
+    const codes: string[] = [];
+    for (let n = 0; n < 12 && !codes.includes('RATE_LIMITED'); n++) {
+      const r = await app.gql(SEND, { i: { sessionId: id, text: 'hi', responseSchema: costly(n) } });
+      codes.push(r.errors?.[0]?.extensions?.code);
+    }
+    expect(codes.at(-1)).toBe('RATE_LIMITED');
+    expect(codes.slice(0, -1).every((c) => c === 'BAD_USER_INPUT')).toBe(true);
+    // A plain schema not compiled yet waits for the minute too (the refusal says when), one compiled before does not.
+    const fresh = await app.gql(SEND, { i: { sessionId: id, text: 'hi', responseSchema: schemaWith('^fresh') } });
+    expect(fresh.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED');
+    expect(fresh.errors?.[0]?.message).toMatch(/retry in \d+ s/);
+    fake.handlers.push(answer(JSON.stringify({ word: 'ok' })));
+    await app.ok(SEND, { i: { sessionId: id, text: 'again', responseSchema: schemaWith('^o') } });
+    await app.services.host.idle();
   });
 });

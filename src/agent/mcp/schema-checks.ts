@@ -8,7 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
 import { SCHEMAS_PER_COMPILER } from './schema-validators.ts';
-import type { SchemaAnswer, SchemaRequest } from './schema-worker.ts';
+import type { SchemaAnswer, SchemaDialect, SchemaRequest } from './schema-worker.ts';
 
 /**
  * The time one server's schemas may take the worker to compile in a window: a server lists 256 KiB of tools (about 20
@@ -32,6 +32,8 @@ export class NotCompiledNow extends Error {
   constructor(
     message: string,
     readonly retryAt: number,
+    /** Why: its server's budget was spent before it (`budget`), or its own compile ran past the time bound (`bound`). */
+    readonly why: 'budget' | 'bound' = 'budget',
   ) {
     super(message);
   }
@@ -79,7 +81,9 @@ export class SchemaChecks {
    * The check of a server's schema, compiled by the worker once per content (a list asked again sends nothing);
    * throws for a schema that does not compile (kept: not tried again), and NotCompiledNow (not kept).
    */
-  async check(server: string, schema: Record<string, unknown>): Promise<ValueCheck> {
+  async check(server: string, schema: Record<string, unknown>, dialect: SchemaDialect = 'mcp'): Promise<ValueCheck> {
+    // An MCP server's schemas and a tenant's response schemas (`dialect` 'response', `server` the tenant) are kept, and budgeted, apart.
+    server = `${dialect}:${server}`;
     const schemas = this.schemasOf(server);
     const key = JSON.stringify(schema);
     let compiled = schemas.byContent.get(key);
@@ -95,7 +99,7 @@ export class SchemaChecks {
           schemas.windowStart + this.budget.windowMs,
         );
       }
-      compiled = this.compileKept(server, key, schema, schemas);
+      compiled = this.compileKept(server, dialect, key, schema, schemas);
     }
     const first = await compiled;
     if (first instanceof Error) throw first;
@@ -109,7 +113,7 @@ export class SchemaChecks {
         if (again || !('missing' in outcome)) throw new Error('the schema worker did not check it');
         const kept = schemas.byContent.get(key);
         const latest = kept && (await kept.catch(() => undefined));
-        const fresh = typeof latest === 'number' && latest !== handle ? latest : await this.compileKept(server, key, schema, schemas);
+        const fresh = typeof latest === 'number' && latest !== handle ? latest : await this.compileKept(server, dialect, key, schema, schemas);
         if (fresh instanceof Error) throw fresh;
         handle = fresh;
       }
@@ -136,8 +140,8 @@ export class SchemaChecks {
   }
 
   /** compile(), kept by the schema's content until it fails (NotCompiledNow: asked again, it is tried again). */
-  private compileKept(server: string, key: string, schema: Record<string, unknown>, schemas: ServerSchemas): Promise<number | Error> {
-    const compiling = this.compile(server, schema, schemas);
+  private compileKept(server: string, dialect: SchemaDialect, key: string, schema: Record<string, unknown>, schemas: ServerSchemas): Promise<number | Error> {
+    const compiling = this.compile(server, dialect, schema, schemas);
     schemas.byContent.set(key, compiling);
     compiling.catch(() => {
       if (schemas.byContent.get(key) === compiling) schemas.byContent.delete(key);
@@ -146,13 +150,13 @@ export class SchemaChecks {
   }
 
   /** A schema's handle in the worker, or why it does not compile; NotCompiledNow when the worker stopped during it (its whole bound spent). */
-  private async compile(server: string, schema: Record<string, unknown>, schemas: ServerSchemas): Promise<number | Error> {
+  private async compile(server: string, dialect: SchemaDialect, schema: Record<string, unknown>, schemas: ServerSchemas): Promise<number | Error> {
     const handle = this.nextHandle++;
     this.stats.compiles++;
-    const outcome = await this.request({ op: 'compile', server, handle, schema });
+    const outcome = await this.request({ op: 'compile', server, dialect, handle, schema });
     if ('stopped' in outcome) {
       schemas.spentMs += this.timeBoundMs;
-      throw new NotCompiledNow(`${outcome.stopped}: not compiled now`, Math.max(schemas.windowStart + this.budget.windowMs, Date.now()));
+      throw new NotCompiledNow(`${outcome.stopped}: not compiled now`, Math.max(schemas.windowStart + this.budget.windowMs, Date.now()), 'bound');
     }
     if (!('ms' in outcome)) return new Error('the schema worker did not compile it');
     schemas.spentMs += outcome.ms;

@@ -4,10 +4,15 @@
 import { parentPort } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
 import { SCHEMAS_PER_COMPILER, SchemaValidators, type SchemaCheck } from './schema-validators.ts';
+import { ResponseSchemaValidators, type ResponseCheck } from '../response-schema-validators.ts';
+
+/** Which rules a schema is compiled by: an MCP tool's (schema-validators.ts) or a message's response schema's. */
+export type SchemaDialect = 'mcp' | 'response';
 
 /** What the process asks: compile a server's schema as `handle`, or check a value against the schema of `handle`. */
 export type SchemaRequest =
-  { id: number; op: 'compile'; server: string; handle: number; schema: Record<string, unknown> } | { id: number; op: 'check'; handle: number; value: unknown };
+  | { id: number; op: 'compile'; server: string; dialect: SchemaDialect; handle: number; schema: Record<string, unknown> }
+  | { id: number; op: 'check'; handle: number; value: unknown };
 
 /** Its answers: the compile's time (ms) and its error if any; a check's result, or `missing` (this worker did not compile it). */
 export type SchemaAnswer =
@@ -22,8 +27,8 @@ const MAX_CHECKS = 10 * SCHEMAS_PER_COMPILER;
 
 const port = parentPort;
 if (port) {
-  const servers = new Map<string, SchemaValidators>();
-  const checks = new LRUCache<number, SchemaCheck>({ max: MAX_CHECKS });
+  const servers = new Map<string, SchemaValidators | ResponseSchemaValidators>();
+  const checks = new LRUCache<number, SchemaCheck | ResponseCheck>({ max: MAX_CHECKS });
   const answer = (req: SchemaRequest): SchemaAnswer => {
     if (req.op === 'check') {
       const check = checks.get(req.handle);
@@ -32,7 +37,7 @@ if (port) {
       return result.valid ? { id: req.id, valid: true } : { id: req.id, valid: false, errorMessage: result.errorMessage };
     }
     let validators = servers.get(req.server);
-    if (!validators) servers.set(req.server, (validators = new SchemaValidators()));
+    if (!validators) servers.set(req.server, (validators = req.dialect === 'response' ? new ResponseSchemaValidators() : new SchemaValidators()));
     const started = performance.now();
     try {
       checks.set(req.handle, validators.check(req.schema));
