@@ -8,6 +8,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
 import { RE2 } from 're2-wasm';
+import { keptByContent } from './mcp/schema-validators.ts';
 
 /** A value checked against a compiled response schema: why it does not match, when it does not. */
 export type ResponseCheck = (value: unknown) => { valid: true } | { valid: false; errorMessage: string };
@@ -37,14 +38,7 @@ export class ResponseSchemaValidators {
 
   /** The check of a schema; throws for one Ajv cannot compile. */
   check(schema: Record<string, unknown>): ResponseCheck {
-    const key = JSON.stringify(schema);
-    let check = this.byContent.get(key);
-    if (!check) {
-      check = this.compile(schema);
-      this.byContent.set(key, check);
-    }
-    if (check instanceof Error) throw check;
-    return check;
+    return keptByContent(this.byContent, schema, (s) => this.compile(s));
   }
 
   private compile(schema: Record<string, unknown>): ResponseCheck | Error {

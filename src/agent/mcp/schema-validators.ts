@@ -33,6 +33,22 @@ function schemaNodes(value: unknown, max: number): number {
   return count;
 }
 
+/** `compile(schema)` kept by the schema's content (its JSON text): asked again, the same check, or the same error thrown. */
+export function keptByContent<C extends object>(
+  kept: LRUCache<string, C | Error>,
+  schema: Record<string, unknown>,
+  compile: (schema: Record<string, unknown>) => C | Error,
+): C {
+  const key = JSON.stringify(schema);
+  let check = kept.get(key);
+  if (!check) {
+    check = compile(schema);
+    kept.set(key, check);
+  }
+  if (check instanceof Error) throw check;
+  return check;
+}
+
 /**
  * An Ajv as the MCP SDK makes its own (docs/mcp.md "Names, arguments, results"), but bounded against a server's
  * schema: a `$ref` is compiled as a call, never inlined (100 refs to one subschema of 200 properties, 7.6 KiB,
@@ -75,14 +91,7 @@ export class SchemaValidators {
 
   /** The check of a schema; throws for a schema Ajv cannot compile. */
   check(schema: Record<string, unknown>): SchemaCheck {
-    const key = JSON.stringify(schema);
-    let check = this.byContent.get(key);
-    if (!check) {
-      check = this.compile(schema);
-      this.byContent.set(key, check);
-    }
-    if (check instanceof Error) throw check;
-    return check;
+    return keptByContent(this.byContent, schema, (s) => this.compile(s));
   }
 
   private compile(schema: Record<string, unknown>): SchemaCheck | Error {
