@@ -599,12 +599,7 @@ export class SessionRunner {
       // Structured output: the final answer (no tool calls) must match its input's schema; its parsed value is stored with it.
       const checked =
         answer.toolCalls.length === 0 && responseFormat
-          ? await validateAnswer(
-              responseFormat,
-              answer.text,
-              this.deps.tools.schemaChecks,
-              (this.fold.tenant ??= (await this.deps.store.sessions.tenantOf(this.sessionId)) ?? ''),
-            )
+          ? await validateAnswer(responseFormat, answer.text, this.deps.tools.schemaChecks, await this.tenant())
           : undefined;
       // Every call the model made is recorded; one whose id or name the log cannot hold, whose id is taken (in this step or
       // the conversation), or that names no tool this request offered by the name it went by, is refused (core/model-calls.ts).
@@ -701,8 +696,12 @@ export class SessionRunner {
   /** Whose tools a session may use: read once per fold, only when some server is limited to tenants. */
   private async toolScope(): Promise<CatalogScope> {
     if (!this.deps.tools.tenantScoped) return { tenant: '' };
-    this.fold.tenant ??= (await this.deps.store.sessions.tenantOf(this.sessionId)) ?? '';
-    return { tenant: this.fold.tenant };
+    return { tenant: await this.tenant() };
+  }
+
+  /** The session's tenant, read once per fold. */
+  private async tenant(): Promise<string> {
+    return (this.fold.tenant ??= (await this.deps.store.sessions.tenantOf(this.sessionId)) ?? '');
   }
 
   private async runTool(call: ToolCall, tool: Tool, turn: number, step: number): Promise<ToolRun> {
