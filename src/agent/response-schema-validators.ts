@@ -7,8 +7,9 @@ import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
-import { RE2 } from 're2-wasm';
+import { patternEngine } from './mcp/pattern-engine.ts';
 import { keptByContent } from './mcp/schema-validators.ts';
+import { DRAFT_7 } from './structured-output.ts';
 
 /** A value checked against a compiled response schema: why it does not match, when it does not. */
 export type ResponseCheck = (value: unknown) => { valid: true } | { valid: false; errorMessage: string };
@@ -23,9 +24,8 @@ const options = {
   strict: false,
   logger: false,
   inlineRefs: false,
-  code: { regExp: Object.assign((pattern: string, flags: string) => new RE2(pattern, flags), { code: 'RE2' }) },
+  code: { regExp: patternEngine },
 } as const;
-export const DRAFT_7 = /^https?:\/\/json-schema\.org\/draft-0[67]\/schema#?$/;
 
 /** Schemas one pair of compilers compiles before a fresh pair takes over (Ajv keeps every schema it compiled, by `$id` too). */
 const SCHEMAS_PER_COMPILER = 200;

@@ -7,7 +7,6 @@
 // it is next used), and the schema is not compiled now, as when its server's COMPILE_BUDGET is spent.
 import { Worker } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
-import { SCHEMAS_PER_COMPILER } from './schema-validators.ts';
 import type { SchemaAnswer, SchemaDialect, SchemaRequest } from './schema-worker.ts';
 
 /**
@@ -20,6 +19,9 @@ export const COMPILE_BUDGET = { ms: 5_000, windowMs: 60_000 };
 
 /** The longest one compile, or one check of a call's arguments, may take the worker before it is stopped. */
 export const SCHEMA_TIME_BOUND_MS = 2_000;
+
+/** Schemas one Ajv compiles before the next takes over (Ajv keeps every schema it compiled): two full lists of a server's. */
+export const SCHEMAS_PER_COMPILER = 2000;
 
 /** The worker's heap: a schema that would take more (its compile) ends the worker, not the process. */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 };
@@ -43,8 +45,9 @@ export class NotCompiledNow extends Error {
 export type ValueCheck = (value: unknown) => Promise<{ valid: true } | { valid: false; errorMessage: string }>;
 
 /** What became of a request: the worker's answer, or why the worker stopped while it ran (`stopped`). */
-type Outcome = Exclude<SchemaAnswer, { ready: true }> | { stopped: string };
-type Job = { req: DistributiveOmit<SchemaRequest, 'id'>; done: (outcome: Outcome) => void };
+type Outcome = Exclude<SchemaAnswer, { ready: true } | { heapFull: true }> | { stopped: string };
+/** `again`: sent once more after the worker's pattern heap filled up under it (heapFull). */
+type Job = { req: DistributiveOmit<SchemaRequest, 'id'>; done: (outcome: Outcome) => void; again?: boolean };
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 interface ServerSchemas {
@@ -204,6 +207,8 @@ export class SchemaChecks {
       if (worker !== this.worker) return;
       if ('ready' in answer) {
         this.ready = true;
+      } else if ('heapFull' in answer) {
+        if (this.current?.id === answer.id) this.heapFull(worker);
       } else if (this.current?.id === answer.id) {
         this.finishCurrent(answer);
       }
@@ -231,6 +236,28 @@ export class SchemaChecks {
     this.log(`MCP schema worker stopped: ${why}; a fresh one takes the requests after it`);
     void worker?.terminate();
     this.finishCurrent({ stopped: why });
+    this.pump();
+  }
+
+  /**
+   * The worker's pattern engine ran out of its heap during the running request (pattern-engine.ts): the worker is
+   * replaced, and the request sent once more, to the fresh one (a check then finds its schema missing and has it
+   * compiled again). Out of a fresh heap too, it is the request's own: a compile fails (kept, as a schema that does
+   * not compile), a check cannot be made.
+   */
+  private heapFull(worker: Worker): void {
+    const current = this.current!;
+    clearTimeout(current.timer);
+    this.current = undefined;
+    this.worker = undefined;
+    this.stats.restarts++;
+    void worker.terminate();
+    const why = "the schema's patterns need more memory than the pattern engine has";
+    if (!current.job.again) {
+      this.log(`MCP schema worker stopped: its pattern engine's memory is full; a fresh one takes the request again`);
+      this.queue.unshift({ ...current.job, again: true });
+    } else if (current.job.req.op === 'compile') current.job.done({ id: current.id, ms: 0, error: why });
+    else current.job.done({ stopped: why });
     this.pump();
   }
 
