@@ -46,8 +46,8 @@ export type ValueCheck = (value: unknown) => Promise<{ valid: true } | { valid: 
 
 /** What became of a request: the worker's answer, or why the worker stopped while it ran (`stopped`). */
 type Outcome = Exclude<SchemaAnswer, { ready: true } | { heapFull: true }> | { stopped: string };
-/** `again`: sent once more after the worker's pattern heap filled up under it (heapFull). */
-type Job = { req: DistributiveOmit<SchemaRequest, 'id'>; done: (outcome: Outcome) => void; again?: boolean };
+/** `heapFullMs`: sent once more after the worker's pattern heap filled up under it (heapFull), which took the worker that long. */
+type Job = { req: DistributiveOmit<SchemaRequest, 'id'>; done: (outcome: Outcome) => void; heapFullMs?: number };
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 interface ServerSchemas {
@@ -62,7 +62,7 @@ export class SchemaChecks {
   private worker?: Worker;
   private ready = false;
   private readonly queue: Job[] = [];
-  private current?: { job: Job; id: number; timer: NodeJS.Timeout };
+  private current?: { job: Job; id: number; timer: NodeJS.Timeout; sentAt: number };
   private nextId = 1;
   private nextHandle = 1;
   private readonly servers = new Map<string, ServerSchemas>();
@@ -189,7 +189,7 @@ export class SchemaChecks {
     const id = this.nextId++;
     const what = job.req.op === 'compile' ? 'compiling its schema' : 'the check';
     const timer = setTimeout(() => this.restart(`${what} took more than ${this.timeBoundMs} ms`), this.timeBoundMs);
-    this.current = { job, id, timer };
+    this.current = { job, id, timer, sentAt: performance.now() };
     try {
       worker.postMessage({ ...job.req, id });
     } catch (err) {
@@ -225,7 +225,9 @@ export class SchemaChecks {
     if (!current) return;
     clearTimeout(current.timer);
     this.current = undefined;
-    current.job.done(outcome);
+    // A compile made again after a full heap: its server is charged the worker's time of both tries.
+    const { heapFullMs } = current.job;
+    current.job.done(heapFullMs !== undefined && 'ms' in outcome ? { ...outcome, ms: outcome.ms + heapFullMs } : outcome);
   }
 
   /** The running request past the time bound: the worker is stopped (a compile cannot be interrupted otherwise) and another started for the rest. */
@@ -247,17 +249,19 @@ export class SchemaChecks {
    */
   private heapFull(worker: Worker): void {
     const current = this.current!;
+    const tookMs = performance.now() - current.sentAt;
     clearTimeout(current.timer);
     this.current = undefined;
     this.worker = undefined;
     this.stats.restarts++;
     void worker.terminate();
+    const { job } = current;
     const why = "the schema's patterns need more memory than the pattern engine has";
-    if (!current.job.again) {
+    if (job.heapFullMs === undefined) {
       this.log(`MCP schema worker stopped: its pattern engine's memory is full; a fresh one takes the request again`);
-      this.queue.unshift({ ...current.job, again: true });
-    } else if (current.job.req.op === 'compile') current.job.done({ id: current.id, ms: 0, error: why });
-    else current.job.done({ stopped: why });
+      this.queue.unshift({ ...job, heapFullMs: tookMs });
+    } else if (job.req.op === 'compile') job.done({ id: current.id, ms: job.heapFullMs + tookMs, error: why });
+    else job.done({ stopped: why });
     this.pump();
   }
 
