@@ -110,8 +110,9 @@ export class PgListener extends EventEmitter {
    * backend that is there answers at once, with the statement's result or its
    * cancellation: the connection is only slow and is kept, with the
    * notifications it holds. No answer within DEADLINE_MS more (the
-   * connection went silent, or the cancel could not be sent): it is dropped
-   * and made again.
+   * connection went silent; a cancel that could not be sent, as when
+   * Postgres has no connection to spare, still leaves it that long), or no
+   * such backend any more: it is dropped and made again.
    */
   private async check(client: pg.Client, pid: number, answer: Promise<unknown>): Promise<void> {
     if (this.checking === client) return; // another statement's check decides
@@ -122,28 +123,32 @@ export class PgListener extends EventEmitter {
     );
     let timer: NodeJS.Timeout | undefined;
     const silent = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), DEADLINE_MS)));
+    const cancelled = this.cancel(pid);
     try {
-      const sent = await Promise.race([answered, this.cancel(pid)]);
-      const alive = sent && (await Promise.race([answered, silent]));
+      const first = await Promise.race([answered.then(() => 'answered' as const), cancelled]);
+      const alive = first === 'answered' || (first !== 'gone' && (await Promise.race([answered, silent])));
       if (alive) this.lastAnswer = Date.now();
       else this.drop(client);
     } finally {
       clearTimeout(timer);
-      if (this.checking === client) this.checking = undefined;
+      // Statements go elsewhere until the cancel was sent: one sent after a late answer must not cancel the next statement.
+      void cancelled.finally(() => {
+        if (this.checking === client) this.checking = undefined;
+      });
     }
   }
 
-  /** Asks Postgres to cancel what backend `pid` runs, on a connection of its own; whether the request went through. */
-  private async cancel(pid: number): Promise<boolean> {
+  /** Asks Postgres to cancel what backend `pid` runs, on a connection of its own: `sent`, `gone` (no such backend), or `unsent`. */
+  private async cancel(pid: number): Promise<'sent' | 'gone' | 'unsent'> {
     const side = new pg.Client({ connectionTimeoutMillis: DEADLINE_MS, ...this.config });
     side.on('error', () => {});
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), DEADLINE_MS)));
+    const late = new Promise<'unsent'>((resolve) => (timer = setTimeout(() => resolve('unsent'), DEADLINE_MS)));
     const sent = (async () => {
       await side.connect();
       const { rows } = await side.query<{ sent: boolean }>('SELECT pg_cancel_backend($1) AS sent', [pid]);
-      return rows[0].sent === true;
-    })().catch(() => false);
+      return rows[0].sent ? ('sent' as const) : ('gone' as const);
+    })().catch(() => 'unsent' as const);
     try {
       return await Promise.race([sent, late]);
     } finally {
