@@ -1,4 +1,4 @@
-// A LISTEN connection that is only slow — its statement waits behind a lock,
+// A LISTEN connection that is only slow — its statement waits behind a lock or runs long,
 // or Postgres is busy — is no silent one: it is kept (docs/operations.md "The
 // LISTEN connection"). A renewal on it that misses its deadline still goes to
 // the pool (the lease is kept either way), but the connection is not made
@@ -13,16 +13,18 @@ import { createTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { CONTROL_CHANNEL, encodeCancel } from '../../src/store/channels.ts';
+import { PgListener } from '../../src/store/pg-listener.ts';
 
 // A renewal every 2 s with a 2 s deadline; a lock taken right after a renewal leaves the lease 2 s to spare.
 const TTL_MS = 6000;
 let app: TestApp;
 /** Another process's connections. */
 let other: pg.Pool;
+let databaseUrl: string;
 const scope = { tenant: 'local' };
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase();
+  databaseUrl = await createTestDatabase();
   app = await startTestApp({ databaseUrl, leaseTtlMs: TTL_MS });
   other = new pg.Pool({ ...pgConfigFromUrl(databaseUrl), max: 3 });
 });
@@ -81,5 +83,31 @@ describe('a LISTEN connection whose renewal waits behind a lock', () => {
     expect(await turnEnds(id)).toEqual(['cancelled']);
     // The same connection still serves the listener.
     expect((await stateOf(listenerPid!))?.state).toBe('idle');
+  });
+});
+
+describe('a LISTEN connection whose statement runs past its deadline', () => {
+  it('is kept, and what was notified meanwhile arrives', async () => {
+    const listener = new PgListener(pgConfigFromUrl(databaseUrl), [CONTROL_CHANNEL]);
+    await listener.start();
+    try {
+      let reconnects = 0;
+      listener.on('reconnect', () => reconnects++);
+      const heard: string[] = [];
+      listener.on(CONTROL_CHANNEL, (p: string) => heard.push(p));
+
+      // A statement that takes longer than its deadline on a connection that is fine: its caller goes elsewhere.
+      const slow = listener.query({ text: 'SELECT pg_sleep(2)' }, 300);
+      await other.query('SELECT pg_notify($1, $2)', [CONTROL_CHANNEL, 'sent while it ran']);
+      await expect(slow).rejects.toThrow(/no answer within 300 ms/);
+
+      await waitFor(() => heard.length > 0, { what: 'the notification' });
+      expect(heard).toEqual(['sent while it ran']);
+      // The same connection serves on.
+      await waitFor(() => listener.query({ text: 'SELECT 1' }, 5000), { what: 'the check to end' });
+      expect(reconnects).toBe(0);
+    } finally {
+      await listener.close();
+    }
   });
 });
