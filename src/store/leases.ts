@@ -181,8 +181,9 @@ export const DEFAULT_LEASE_TTL_MS = 10_000;
  * heartbeat: in the pool, a renewal waited behind every request queued for a
  * connection (up to the pool's 10 s connection timeout, a whole lease) and
  * the lease lapsed while its holder was alive and working. `query` answers
- * undefined while the connection is down (the pool serves then), and fails
- * when no answer came within `deadlineMs` (the connection is made again).
+ * undefined while the connection is down or being checked (the pool serves
+ * then), and fails when no answer came within `deadlineMs` (the connection is
+ * made again unless it proves only slow: PgListener.check).
  */
 export interface ReservedConnection {
   query<R extends pg.QueryResultRow>(q: pg.QueryConfig, deadlineMs: number): Promise<pg.QueryResult<R>> | undefined;
@@ -333,7 +334,7 @@ export class LeaseStore {
    * over, or their session is gone). It runs on the reserved connection when
    * there is one (`opts.reserved`), not behind request traffic in the pool;
    * when that connection fails, or gives no answer within a third of the
-   * lease (it went silent: a half-open connection answers nothing, ever), the
+   * lease (it went silent, or waits behind a lock), the
    * pool runs it, in time for the lease.
    */
   async renew(leases: Iterable<Lease>): Promise<Set<string>> {

@@ -1,7 +1,7 @@
 // A TCP proxy in front of the test Postgres whose connections can go silent:
 // nothing forwarded either way and nothing closed, as behind a NAT or firewall
 // that dropped the flow, a network partition without RST, or a paused backend;
-// or hold what a client sends until the test lets it through.
+// or hold what a client sends, or what its server answers, until the test lets it through.
 import net from 'node:net';
 
 export interface TcpProxy {
@@ -13,6 +13,8 @@ export interface TcpProxy {
   silenceOpen(): void;
   /** Every connection open now holds what it receives from its client until `resume` is called. */
   hold(): { resume: () => void; heldBytes: () => number };
+  /** Every connection open now holds what its server answers until `resume` is called (what clients send goes through). */
+  holdReplies(): { resume: () => void };
   close(): Promise<void>;
 }
 
@@ -62,6 +64,18 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
         heldBytes: () => held.reduce((n, c) => n + c.readableLength, 0),
         resume: () => {
           for (const [client, upstream] of open) client.pipe(upstream);
+        },
+      };
+    },
+    holdReplies() {
+      const held = [...open];
+      for (const [client, upstream] of held) {
+        upstream.unpipe(client);
+        upstream.pause();
+      }
+      return {
+        resume: () => {
+          for (const [client, upstream] of held) upstream.pipe(client);
         },
       };
     },
