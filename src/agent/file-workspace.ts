@@ -182,6 +182,11 @@ export class FileWorkspaces {
     return ws;
   }
 
+  /** The sessions whose directories are remembered (each may be on disk). */
+  sessionIds(): string[] {
+    return [...this.open.keys()];
+  }
+
   /** Whether the session was deleted (its directory is never made again). */
   isGone(sessionId: string): boolean {
     return this.gone.has(sessionId);

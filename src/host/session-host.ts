@@ -135,8 +135,11 @@ export class SessionHost {
       else this.ignored('deletion', payload);
     });
     listener?.on(WORK_CHANNEL, () => this.scheduleClaim());
-    // Notifications sent while the listener was down are lost: look for work.
-    listener?.on('reconnect', () => this.claimMore());
+    // Notifications sent while the listener was down are lost: look for work, and for deletions.
+    listener?.on('reconnect', () => {
+      this.claimMore();
+      void this.deletedMeanwhile();
+    });
   }
 
   private ignored(what: string, payload: string) {
@@ -599,6 +602,23 @@ export class SessionHost {
       this.running.get(id)?.runner?.stop('deleted');
       this.folds.forget(id);
       this.runnerDeps.workspaces?.discard(id).catch((err) => this.opts.log?.(`removing the file workspace of deleted session ${id} failed`, err));
+    }
+  }
+
+  /**
+   * The deletions announced while the listener was down went unheard: of the sessions this process runs or keeps
+   * file workspaces of, those gone from the database are deleted here now (their runners would have gone on until
+   * their next append failed, their tools running, and their workspaces stayed on disk).
+   */
+  private async deletedMeanwhile(): Promise<void> {
+    const ids = [...new Set([...this.running.keys(), ...(this.runnerDeps.workspaces?.sessionIds() ?? [])])];
+    if (ids.length === 0) return;
+    try {
+      const present = new Set((await this.store.sessions.byIds(ids)).map((row) => row.id));
+      const gone = ids.filter((id) => !present.has(id));
+      if (gone.length > 0) this.deleted(gone);
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) this.opts.log?.('looking for sessions deleted while the listener was down failed', err);
     }
   }
 

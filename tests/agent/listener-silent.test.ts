@@ -6,6 +6,9 @@
 // and another process takes its sessions over (docs/operations.md "The LISTEN
 // connection"); and the listener is made again, so notifications arrive again,
 // whether or not a renewal found it silent.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -15,6 +18,8 @@ import { waitFor } from '../helpers/wait.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { CONTROL_CHANNEL, encodeCancel } from '../../src/store/channels.ts';
+import { SessionStore } from '../../src/store/session-store.ts';
+import { toolEffectOf } from '../../src/agent/tools.ts';
 
 // Long enough that a loaded host's pauses (a second or so) do not lapse it.
 const TTL_MS = 2500;
@@ -22,6 +27,8 @@ let app: TestApp;
 let proxy: TcpProxy;
 /** Another process's connections. */
 let other: pg.Pool;
+/** Where the app keeps sessions' file workspaces. */
+const workspaces = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-silent-workspaces-'));
 const scope = { tenant: 'local' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -29,13 +36,14 @@ beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
   proxy = await startTcpProxy(databaseUrl);
   // Only the LISTEN connection goes through the proxy (it is made from the direct URL).
-  app = await startTestApp({ databaseUrl, directUrl: proxy.url, leaseTtlMs: TTL_MS });
+  app = await startTestApp({ databaseUrl, directUrl: proxy.url, leaseTtlMs: TTL_MS, workspacesDir: workspaces });
   other = new pg.Pool({ ...pgConfigFromUrl(databaseUrl), max: 2 });
 });
 afterAll(async () => {
   await other?.end();
   await app?.close();
   await proxy?.close();
+  fs.rmSync(workspaces, { recursive: true, force: true });
 });
 
 async function inToolCall(ms: number): Promise<string> {
@@ -83,5 +91,19 @@ describe('a LISTEN connection gone silent', () => {
     // The listener was made again: a cancel another process announces reaches the turn running here.
     await waitFor(() => proxy.connections > before, { what: 'the listener to connect again' });
     await cancelArrives(await inToolCall(60_000));
+  });
+
+  it('loses no deletion: a session another process deleted meanwhile is deleted here once it is made again (its file workspace goes)', async () => {
+    const { id } = await app.services.store.createSession(scope, { title: 'deleted while silent' });
+    await app.services.controller.sendMessage(scope, id, '!call write_file {"path":"a.txt","content":"kept until deleted"}');
+    await waitFor(async () => (await turnEnds(id)).length === 1, { what: 'the turn to end' });
+    const dir = path.join(workspaces, id);
+    expect(fs.existsSync(path.join(dir, 'a.txt'))).toBe(true);
+    const before = proxy.connections;
+    proxy.silenceOpen();
+    // Deleted by another process: its notification goes to a listener that hears nothing.
+    await new SessionStore(other, toolEffectOf).deleteSession(scope, id, { withDescendants: false });
+    await waitFor(() => proxy.connections > before, { what: 'the listener to connect again', timeoutMs: 40_000, intervalMs: 200 });
+    await waitFor(() => !fs.existsSync(dir), { what: "the deleted session's file workspace to go", timeoutMs: 10_000 });
   });
 });
