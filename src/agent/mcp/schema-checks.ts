@@ -116,7 +116,9 @@ export class SchemaChecks {
         if (again || !('missing' in outcome)) throw new Error('the schema worker did not check it');
         const kept = schemas.byContent.get(key);
         const latest = kept && (await kept.catch(() => undefined));
-        const fresh = typeof latest === 'number' && latest !== handle ? latest : await this.compileKept(server, dialect, key, schema, schemas);
+        // Not charged to the server's budget: it paid for this schema once, and the worker was stopped by whatever
+        // ran past the bound, any server's (another server's stops would spend this one's budget otherwise).
+        const fresh = typeof latest === 'number' && latest !== handle ? latest : await this.compileKept(server, dialect, key, schema, schemas, false);
         if (fresh instanceof Error) throw fresh;
         handle = fresh;
       }
@@ -143,8 +145,15 @@ export class SchemaChecks {
   }
 
   /** compile(), kept by the schema's content until it fails (NotCompiledNow: asked again, it is tried again). */
-  private compileKept(server: string, dialect: SchemaDialect, key: string, schema: Record<string, unknown>, schemas: ServerSchemas): Promise<number | Error> {
-    const compiling = this.compile(server, dialect, schema, schemas);
+  private compileKept(
+    server: string,
+    dialect: SchemaDialect,
+    key: string,
+    schema: Record<string, unknown>,
+    schemas: ServerSchemas,
+    charged = true,
+  ): Promise<number | Error> {
+    const compiling = this.compile(server, dialect, schema, charged ? schemas : undefined);
     schemas.byContent.set(key, compiling);
     compiling.catch(() => {
       if (schemas.byContent.get(key) === compiling) schemas.byContent.delete(key);
@@ -152,17 +161,21 @@ export class SchemaChecks {
     return compiling;
   }
 
-  /** A schema's handle in the worker, or why it does not compile; NotCompiledNow when the worker stopped during it (its whole bound spent). */
-  private async compile(server: string, dialect: SchemaDialect, schema: Record<string, unknown>, schemas: ServerSchemas): Promise<number | Error> {
+  /**
+   * A schema's handle in the worker, or why it does not compile; NotCompiledNow when the worker stopped during it (its
+   * whole bound spent). `charged`: the budget its time counts against (none for a schema compiled again).
+   */
+  private async compile(server: string, dialect: SchemaDialect, schema: Record<string, unknown>, charged?: ServerSchemas): Promise<number | Error> {
     const handle = this.nextHandle++;
     this.stats.compiles++;
     const outcome = await this.request({ op: 'compile', server, dialect, handle, schema });
     if ('stopped' in outcome) {
-      schemas.spentMs += this.timeBoundMs;
-      throw new NotCompiledNow(`${outcome.stopped}: not compiled now`, Math.max(schemas.windowStart + this.budget.windowMs, Date.now()), 'bound');
+      if (charged) charged.spentMs += this.timeBoundMs;
+      const retryAt = charged ? Math.max(charged.windowStart + this.budget.windowMs, Date.now()) : Date.now();
+      throw new NotCompiledNow(`${outcome.stopped}: not compiled now`, retryAt, 'bound');
     }
     if (!('ms' in outcome)) return new Error('the schema worker did not compile it');
-    schemas.spentMs += outcome.ms;
+    if (charged) charged.spentMs += outcome.ms;
     return outcome.error === undefined ? handle : new Error(outcome.error);
   }
 
