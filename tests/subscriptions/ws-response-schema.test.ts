@@ -6,12 +6,11 @@
 // bound are BAD_USER_INPUT, and a tenant past its budget is RATE_LIMITED with
 // `retryAfterSeconds`. What the WebSocket client sees is what an HTTP client
 // sees, message and extensions, less the HTTP status and Retry-After header.
-import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.ts';
-import { chatText } from '../helpers/provider-sse.ts';
+import { SEND, answer, fakeModelSession, schemaWith } from '../helpers/response-schemas.ts';
 import { wsClient } from '../helpers/subscribe.ts';
 
 let fake: FakeProvider;
@@ -39,18 +38,11 @@ interface Outcome {
   errors?: GqlError[];
 }
 
-const SEND = `mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`;
-const schemaWith = (pattern: string) => ({ type: 'object', properties: { word: { type: 'string', pattern } }, required: ['word'] });
 /** Large counted classes RE2 builds out (0.1–0.2 s a pattern): past the worker's 1.5 s bound; `n` makes each schema new. */
 const costly = (n: number) => ({
   type: 'object',
   properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { type: 'string', pattern: `^[\\x{0}-\\x{10ffff}]{${1000 - n - i}}$` }])),
 });
-const answer = (text: string) => async (res: http.ServerResponse) => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.end(chatText([text], { input: 5, output: 5 }).join(''));
-};
-
 /** sendMessage as a graphql-ws operation: its one result (data or errors), or the errors of an `error` message. */
 function sendOverWs(input: Record<string, unknown>): Promise<Outcome> {
   return new Promise((resolve, reject) => {
@@ -76,12 +68,7 @@ async function sendOverHttp(input: Record<string, unknown>): Promise<Outcome & {
   return { ...((await res.json()) as Outcome), status: res.status, retryAfter: res.headers.get('retry-after') };
 }
 
-async function session() {
-  const r = await app.ok(`mutation($m: ModelConfigInput!) { createSession(input: { title: "ws patterns", model: $m }) { id } }`, {
-    m: { provider: 'openai-compatible', model: 'fake-model' },
-  });
-  return r.createSession.id as string;
-}
+const session = () => fakeModelSession(app, 'ws patterns');
 
 describe('a response schema sent over graphql-ws', () => {
   it('with a backtracking pattern: the message is taken and the turn fails as a mismatch, as over HTTP', async () => {
