@@ -126,6 +126,12 @@ export class LogState {
   runnerTools?: RunnerTool[];
   /** The tools whose calls need approval by the session's own choice (session/tool-approval); undefined: none. */
   toolApproval?: string[];
+  /**
+   * False: a pending input keeps its id and seq only, its text left empty and its schema dropped. The rules read
+   * neither, and a validator that folds a recording from outside (core/recording.ts) would otherwise hold every
+   * queued input's text: gigabytes from one upload of inputs never taken.
+   */
+  inputTexts = true;
   private inbox = new Map<string, PendingInput>();
 
   /** The whole state as plain JSON (the agent's fold checkpoint: agent/session-fold.ts). */
@@ -184,7 +190,7 @@ export class LogState {
     const ev = asCoreEvent(e);
     switch (ev.type) {
       case 'inbox/add':
-        this.inbox.set(ev.data.inputId, pendingInputOf(ev.data, e.seq));
+        this.inbox.set(ev.data.inputId, this.inputTexts ? pendingInputOf(ev.data, e.seq) : { inputId: ev.data.inputId, text: '', seq: e.seq });
         break;
       case 'inbox/remove':
         this.inbox.delete(ev.data.inputId);

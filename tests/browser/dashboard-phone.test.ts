@@ -1,7 +1,7 @@
 // The dashboard on a phone (390x844) and below 900 px: the sessions sidebar is
 // a drawer, the conversation comes first and gets the width, the page never
 // scrolls sideways, the composer is reachable and sends, and a long title
-// wraps between words. At 1440x900 the sidebar stays beside the page.
+// wraps between words (in the drawer, up to three lines). At 1440x900 the sidebar stays beside the page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
@@ -195,6 +195,26 @@ describe('dashboard on a phone (390x844)', () => {
     expect(cut.filter((t) => !['block', 'inline-block'].includes(t.display) || t.overflow !== 'ellipsis')).toEqual([]);
     await page.getByTestId('timeline-scroll').scrollIntoViewIfNeeded();
     await screenshot(page, 'dashboard-phone-timeline.png');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("ends a title of the longest kind after three lines in the drawer: one session does not fill the phone's list", async () => {
+    const title = Array.from({ length: 50 }, (_, i) => `word${i}xyz`)
+      .join(' ')
+      .slice(0, 500);
+    const id = (await app.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+    const { page, errors } = await openPage(browser, { viewport: PHONE });
+    await page.goto(`${origin}/`);
+    await page.getByRole('button', { name: 'Sessions', exact: true }).click();
+    const row = page.locator(`#sessions-drawer .tree-node[data-session-id="${id}"] .tree-title`);
+    await row.waitFor(TIMEOUT);
+    const lineHeight = await row.evaluate((el) => parseFloat(getComputedStyle(el).lineHeight));
+    // Three lines, not the 16 it took whole at this width; its text is all there (for a screen reader; the link's title on hover).
+    expect((await row.boundingBox())!.height).toBeLessThanOrEqual(3 * lineHeight + 1);
+    expect(await row.textContent()).toBe(title);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await screenshot(page, 'dashboard-phone-long-title.png');
     expect(errors).toEqual([]);
     await page.close();
   });

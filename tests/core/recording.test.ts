@@ -4,6 +4,7 @@ import { ForklineError } from '../../src/core/errors.ts';
 import { decodeEvent } from '../../src/core/events.ts';
 import {
   MAX_RECORDING_BYTES,
+  MAX_RECORDING_PENDING_INPUTS,
   RecordingValidator,
   exportLines,
   recordingHeader,
@@ -144,6 +145,24 @@ describe('what a recording may claim (tests/security/door-agreement.test.ts foun
       ]),
     );
     expect(events.map((e) => e.createdAt)).toEqual(['2025-12-31T08:30:00.000Z', '2026-01-01T23:59:00.000Z']);
+  });
+});
+
+describe("a recording's waiting inputs", () => {
+  const header = JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_x' } });
+  const add = (seq: number, inputId = `in_${seq}`) => JSON.stringify({ seq, type: 'inbox/add', data: { inputId, text: 'go' } });
+
+  it('are at most MAX_RECORDING_PENDING_INPUTS at once: one more is refused naming its line; one taken makes room', async () => {
+    const adds = Array.from({ length: MAX_RECORDING_PENDING_INPUTS }, (_, seq) => add(seq));
+    expect((await validate([header, ...adds].join('\n'))).summary.pendingInputs).toBe(MAX_RECORDING_PENDING_INPUTS);
+    const err = await validate([header, ...adds, add(MAX_RECORDING_PENDING_INPUTS)].join('\n')).then(
+      () => undefined,
+      (e: unknown) => e as ForklineError,
+    );
+    expect(err?.details).toEqual({ line: MAX_RECORDING_PENDING_INPUTS + 2, rule: 'inbox' });
+    const cancel = JSON.stringify({ seq: MAX_RECORDING_PENDING_INPUTS, type: 'inbox/remove', data: { inputId: 'in_0', reason: 'cancelled' } });
+    const { summary } = await validate([header, ...adds, cancel, add(MAX_RECORDING_PENDING_INPUTS + 1)].join('\n'));
+    expect(summary.pendingInputs).toBe(MAX_RECORDING_PENDING_INPUTS);
   });
 });
 

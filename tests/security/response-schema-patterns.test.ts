@@ -6,13 +6,12 @@
 // 40: hours), every tenant's requests and turns with it. It runs on RE2
 // (docs/agents.md "Structured output"): the turn fails as a mismatch at once,
 // and a pattern RE2 does not take is refused at the door.
-import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { WAIT_BOUND_MS, servedMeanwhile } from '../helpers/event-loop.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.ts';
-import { chatText } from '../helpers/provider-sse.ts';
+import { SEND, answer, fakeModelSession, schemaWith } from '../helpers/response-schemas.ts';
 
 let fake: FakeProvider;
 let app: TestApp;
@@ -30,19 +29,7 @@ afterAll(async () => {
   await fake?.close();
 });
 
-const answer = (text: string) => async (res: http.ServerResponse) => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.end(chatText([text], { input: 5, output: 5 }).join(''));
-};
-const SEND = `mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`;
-const schemaWith = (pattern: string) => ({ type: 'object', properties: { word: { type: 'string', pattern } }, required: ['word'] });
-
-async function session() {
-  const r = await app.ok(`mutation($m: ModelConfigInput!) { createSession(input: { title: "patterns", model: $m }) { id } }`, {
-    m: { provider: 'openai-compatible', model: 'fake-model' },
-  });
-  return r.createSession.id as string;
-}
+const session = () => fakeModelSession(app, 'patterns');
 
 describe("a response schema's patterns", () => {
   it('check an answer made to backtrack in linear time: the turn fails as a mismatch, and the next one is answered', async () => {
