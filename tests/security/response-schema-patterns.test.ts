@@ -62,8 +62,8 @@ describe("a response schema's patterns", () => {
       app.gql(SEND, { i: { sessionId: id, text: 'hi', responseSchema: { type: 'object', properties } } }),
     );
     expect(result.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-    // Past the bound, or past the pattern engine's heap (a fresh worker's too) first: which, the machine's speed decides.
-    expect(result.errors?.[0]?.message).toMatch(/took more than 1500 ms|need more memory than the pattern engine has/);
+    // 100 such patterns are within the pattern engine's heap (about 250 fill it): the bound refuses it.
+    expect(result.errors?.[0]?.message).toMatch(/took more than 1500 ms/);
     expect(waitedMs).toBeLessThan(WAIT_BOUND_MS);
     // The process goes on: a plain schema is taken.
     fake.handlers.push(answer(JSON.stringify({ word: 'ok' })));
