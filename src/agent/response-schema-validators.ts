@@ -9,7 +9,7 @@ import addFormats from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
 import { patternEngine } from './mcp/pattern-engine.ts';
 import { keptByContent } from './mcp/schema-validators.ts';
-import { DRAFT_7 } from './structured-output.ts';
+import { DRAFT_7 } from './response-schema-drafts.ts';
 
 /** A value checked against a compiled response schema: why it does not match, when it does not. */
 export type ResponseCheck = (value: unknown) => { valid: true } | { valid: false; errorMessage: string };

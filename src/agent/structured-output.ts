@@ -11,13 +11,10 @@ import { ForklineError, badInput } from '../core/errors.ts';
 import type { ResponseFormat } from '../core/events.ts';
 import { unstorableReason } from '../core/storable.ts';
 import { NotCompiledNow, type SchemaChecks } from './mcp/schema-checks.ts';
+import { DRAFT_2020, DRAFT_7 } from './response-schema-drafts.ts';
 
 /** What `plugin/agent/error`'s `code` says when the final answer does not match its input's schema. */
 export const OUTPUT_MISMATCH = 'OUTPUT_SCHEMA_MISMATCH';
-
-/** The drafts a response schema may name: 2020-12 (the default) or draft-07/-06 (what zod, Pydantic and most tools emit). */
-export const DRAFT_7 = /^https?:\/\/json-schema\.org\/draft-0[67]\/schema#?$/;
-const DRAFT_2020 = /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
 
 /**
  * Refuses (BAD_USER_INPUT) a response schema that is not a JSON Schema the

@@ -20,8 +20,8 @@ export const COMPILE_BUDGET = { ms: 5_000, windowMs: 60_000 };
 /** The longest one compile, or one check of a call's arguments, may take the worker before it is stopped. */
 export const SCHEMA_TIME_BOUND_MS = 2_000;
 
-/** Schemas one Ajv compiles before the next takes over (Ajv keeps every schema it compiled): two full lists of a server's. */
-export const SCHEMAS_PER_COMPILER = 2000;
+/** Schemas kept compiled per server (their handles in the worker), by content: as many as the worker's compilers keep (schema-validators.ts). */
+const SCHEMAS_KEPT = 2000;
 
 /** The worker's heap: a schema that would take more (its compile) ends the worker, not the process. */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 };
@@ -138,7 +138,7 @@ export class SchemaChecks {
   private schemasOf(server: string): ServerSchemas {
     let schemas = this.servers.get(server);
     if (!schemas) {
-      schemas = { windowStart: -Infinity, spentMs: 0, byContent: new LRUCache({ max: SCHEMAS_PER_COMPILER }) };
+      schemas = { windowStart: -Infinity, spentMs: 0, byContent: new LRUCache({ max: SCHEMAS_KEPT }) };
       this.servers.set(server, schemas);
     }
     return schemas;

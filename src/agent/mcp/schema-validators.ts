@@ -5,11 +5,13 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { Ajv } from 'ajv';
 import { default as addFormats } from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
-import { SCHEMAS_PER_COMPILER } from './schema-checks.ts';
 import { patternEngine } from './pattern-engine.ts';
 
 /** A compiled schema's check (the MCP SDK's validator function). */
 export type SchemaCheck = ReturnType<AjvJsonSchemaValidator['getValidator']>;
+
+/** Schemas one Ajv compiles before the next takes over (Ajv keeps every schema it compiled): two full lists of a server's. */
+export const SCHEMAS_PER_COMPILER = 2000;
 
 /**
  * A schema's JSON objects and their keys (keywords, property names) together, at most: Ajv's compile time grows with

@@ -4,8 +4,7 @@
 import { parentPort } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
 import { patternHeapFull, PatternTextTooLong } from './pattern-engine.ts';
-import { SCHEMAS_PER_COMPILER } from './schema-checks.ts';
-import { SchemaValidators, type SchemaCheck } from './schema-validators.ts';
+import { SCHEMAS_PER_COMPILER, SchemaValidators, type SchemaCheck } from './schema-validators.ts';
 import { ResponseSchemaValidators, type ResponseCheck } from '../response-schema-validators.ts';
 
 /** Which rules a schema is compiled by: an MCP tool's (schema-validators.ts) or a message's response schema's. */
