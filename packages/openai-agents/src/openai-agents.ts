@@ -320,7 +320,16 @@ async function probeApprovalPolicy(t: FunctionTool): Promise<ApprovalPolicy> {
       throw new Error('the approval probe runs unstreamed');
     },
   };
-  const stub: FunctionTool = { ...t, invoke: async () => '', inputGuardrails: undefined, outputGuardrails: undefined, timeoutMs: undefined };
+  // The probe runs none of the app's code but the policy it learns: the tool's `invoke` is a stub, and so is its
+  // `isEnabled` (the app's may have effects, or answer no for an agent it does not know, the probe's).
+  const stub: FunctionTool = {
+    ...t,
+    invoke: async () => '',
+    isEnabled: async () => true,
+    inputGuardrails: undefined,
+    outputGuardrails: undefined,
+    timeoutMs: undefined,
+  };
   try {
     const probe = new Agent({ name: 'forkline approval probe', model, tools: [stub] });
     const { interruptions } = await new Runner({ tracingDisabled: true }).run(probe, 'probe', { maxTurns: 2 });
