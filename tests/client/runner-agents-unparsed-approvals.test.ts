@@ -82,7 +82,8 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     const log = await logOf(s.id);
     expect(log.filter((e) => e.type === 'tool/approval-request')).toEqual([]);
     expect(results(log)).toEqual([{ callId: 'c_json', status: 'error', content: alone.outputs.c_json }]);
-    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual(alone.outputs);
+    // Handed as a request built from the log hands an error result (docs/runners.md): marked `Error: `.
+    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual({ c_json: `Error: ${alone.outputs.c_json}` });
     expect(held.ran).toEqual([]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   }, 60_000);
