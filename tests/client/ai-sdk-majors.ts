@@ -11,6 +11,7 @@
 // a tool's `toModelOutput` is what the log holds and what the model is handed
 // (its raw output, a secret, never reaches the log nor a later request), also
 // for an approved call run after its decision.
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +34,8 @@ export function aiSdkMajorCases(major: 6 | 7): void {
   let app: TestApp;
   /** Each request's messages (role and text), by the user message's text. */
   const requests = new Map<string, Array<Array<{ role: string; text: string }>>>();
+  /** Each request's messages as the provider package sent them, by the user message's text. */
+  const bodies = new Map<string, unknown[][]>();
   const text = (c: unknown) => (typeof c === 'string' ? c : ((c as Array<{ text?: string }>) ?? []).map((p) => p.text ?? '').join(''));
 
   /** POST /v1/chat/completions: the directive's calls, then "done" once the request holds their results. */
@@ -45,6 +48,7 @@ export function aiSdkMajorCases(major: 6 | 7): void {
       const lastUser = messages.map((m) => m.role).lastIndexOf('user');
       const userText = messages[lastUser].text;
       requests.set(userText, [...(requests.get(userText) ?? []), messages]);
+      bodies.set(userText, [...(bodies.get(userText) ?? []), body.messages]);
       const answered = messages.slice(lastUser).some((m) => m.role === 'tool');
       const directive = JSON.parse(userText) as Directive;
       const calls = answered
@@ -153,20 +157,76 @@ export function aiSdkMajorCases(major: 6 | 7): void {
         ['counted', 'ok', '{"n":1}'],
         ['refused', 'error', 'not for you'],
       ]);
-      // The model was handed in the turn what the log holds (a later request, or a fork, is built from the log).
+      // The model was handed in the turn what the log holds, as a request built from the log renders it (an error
+      // result marked `Error: `): a later request, or a fork, is built from the log.
       const handed = requests
         .get(message)![1]
         .filter((m) => m.role === 'tool')
         .map((m) => m.text);
-      expect(handed).toEqual(results.map((r) => r[2]));
+      expect(handed).toEqual(results.map((r) => (r[1] === 'error' ? `Error: ${r[2]}` : r[2])));
 
       // The next turn's request, built from the log, has none of it either.
       const next = JSON.stringify({ calls: [], n: sessionNo });
       await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: next } });
       await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
       expect(requests.get(next)).toHaveLength(1);
+      expect(
+        requests
+          .get(next)![0]
+          .filter((m) => m.role === 'tool')
+          .map((m) => m.text),
+      ).toEqual(handed);
       expect(JSON.stringify([...requests.get(message)!, ...requests.get(next)!])).not.toContain('SECRET-4711');
     });
+
+    // What the SDK hands the model for a call whose `execute` throws depends on the major and the provider package
+    // (ai 6: the error's message; ai 7 with @ai-sdk/openai 4: `{"error": "Error: <message>"}`), while a request
+    // forkline builds from the log renders an error result `Error: <content>` (docs/runners.md, "What a tool hands
+    // back"): the turn hands the model the latter, so a fork continued from the log sends what the turn sent.
+    /** A request's messages, short enough to read in a failure (an error text may be megabytes). */
+    const digest = (v: unknown) => {
+      const json = JSON.stringify(v);
+      return { length: json.length, head: json.slice(0, 300), sha256: createHash('sha256').update(json).digest('hex') };
+    };
+    const thrown: Array<[string, () => unknown, string | RegExp]> = [
+      ['an Error', () => new Error('disk full'), 'disk full'],
+      ['an Error whose message is JSON', () => new Error('{"error":"x"}'), '{"error":"x"}'],
+      ['a string', () => 'quota exceeded', 'quota exceeded'],
+      ['an object', () => ({ code: 42 }), '{"code":42}'],
+      ['null', () => null, 'unknown error'],
+      ['an Error holding a NUL', () => new Error('bad\u0000byte'), 'bad\uFFFDbyte'],
+      ['an Error over maxResultBytes', () => new Error('x'.repeat(1_200_000)), /^the tool ran, but its output \(1200000 bytes\) is over/],
+    ];
+    it.each(thrown)(
+      'hands the model a call that threw %s as the log holds it: a fork continued from the log sends what the turn sent',
+      async (_, error, said) => {
+        const { id, pool, message } = await sessionWith([{ name: 'failing' }]);
+        const tools = {
+          failing: ai.tool({
+            inputSchema: parameters,
+            execute: async (): Promise<string> => {
+              throw error();
+            },
+          }),
+        };
+        await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
+        const log = await events(id);
+        const results = log.filter((e) => e.type === 'tool/result').map((e) => e.data);
+        expect(results).toEqual([expect.objectContaining({ status: 'error', content: typeof said === 'string' ? said : expect.stringMatching(said) })]);
+        expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+        const [, answered] = bodies.get(message)!;
+        const handed = answered.filter((m) => (m as { role: string }).role === 'tool');
+        expect(digest(handed)).toEqual(digest([{ role: 'tool', tool_call_id: `call_${sessionNo}_0`, content: `Error: ${results[0].content}` }]));
+
+        // A fork of the turn, continued by the adapter from the log: its request begins with what the turn's last one sent.
+        const child = (await app.ok(`mutation($id: ID!) { forkSession(input: {sessionId: $id}) { session { id } } }`, { id })).forkSession.session.id as string;
+        const next = JSON.stringify({ calls: [], n: `${sessionNo}-fork` });
+        await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: child, text: next } });
+        await serve(child, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
+        const [forked] = bodies.get(next)!;
+        expect(digest(forked.slice(0, answered.length))).toEqual(digest(answered));
+      },
+    );
 
     it("stores an approved call's toModelOutput when it runs after the decision", async () => {
       const { id, pool, message } = await sessionWith([{ name: 'account' }]);

@@ -28,9 +28,9 @@ it("answers a gated tool's call whose arguments are not JSON with the SDK's inva
   held.script = [[UNPARSED], 'answered'];
   const alone = streamText({ model, tools: { lookup: lookup(true) }, prompt: 'look up', stopWhen: stepCountIs(4) });
   await alone.consumeStream();
-  const content = (await alone.steps).flatMap((s) => s.content);
-  expect(content.some((p) => p.type === 'tool-approval-request')).toBe(false);
-  const error = content.find((p) => p.type === 'tool-error');
+  const parts = (await alone.steps).flatMap((s) => s.content);
+  expect(parts.some((p) => p.type === 'tool-approval-request')).toBe(false);
+  const error = parts.find((p) => p.type === 'tool-error');
   expect(error).toBeDefined();
 
   const pool = 'ai-sdk-unparsed-gate';
@@ -46,6 +46,11 @@ it("answers a gated tool's call whose arguments are not JSON with the SDK's inva
   const log = await logOf(s.id);
   expect(held.ran).toEqual([]);
   expect(log.some((e) => e.type === 'tool/approval-request')).toBe(false);
-  expect(results(log)).toEqual([{ callId: 'c_json', status: 'error', content: String((error as { error: unknown }).error) }]);
+  // The log holds the SDK's error message; the model was handed it as a request built from the log renders it.
+  const failure = (error as { error: unknown }).error;
+  const content = failure instanceof Error ? failure.message : String(failure);
+  expect(results(log)).toEqual([{ callId: 'c_json', status: 'error', content }]);
+  const handed = held.fake.received.at(-1)!.body.messages.filter((m: { role: string }) => m.role === 'tool');
+  expect(handed).toEqual([{ role: 'tool', tool_call_id: 'c_json', content: `Error: ${content}` }]);
   expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
 }, 60_000);

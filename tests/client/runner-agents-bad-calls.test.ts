@@ -34,6 +34,9 @@ const BAD: Call[] = [
   { id: 'c_schema', name: 'lookup', arguments: '{"key": 5}' },
 ];
 
+/** Tool outputs as a request built from the log hands error results to the model (docs/runners.md): marked `Error: `. */
+const marked = (texts: Record<string, string>) => Object.fromEntries(Object.entries(texts).map(([id, text]) => [id, `Error: ${text}`]));
+
 /** The tool outputs a request hands the model, by call id. */
 function handed(provider: Provider, body: any): Record<string, string> {
   const text = (c: unknown) => (typeof c === 'string' ? c : ((c as Array<{ text?: string }>) ?? []).map((p) => p.text ?? '').join(''));
@@ -74,7 +77,7 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     expect(stored).toEqual(BAD.map((c) => ({ callId: c.id, status: 'error', content: expected[c.id] })));
     // A tool that asks no decision is asked none for a call whose arguments are not JSON, as without forkline.
     expect(log.some((e) => e.type === 'tool/approval-request')).toBe(false);
-    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual(expected);
+    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual(marked(expected));
     expect(held.fake.received.slice(from).map((r) => r.refusal)).toEqual([undefined, undefined]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
     // A fork after the calls sends them with their results, once each, and the provider takes it.
@@ -135,8 +138,8 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     expect(log.some((e) => e.type === 'tool/approval-request')).toBe(false);
     // Recorded under its position (docs/runners.md#call-ids); the SDK answers it with its parse error, and so does the log.
     const handedNow = handed(provider, held.fake.received.at(-1)!.body);
-    expect(handedNow.call_2).toMatch(/valid JSON/);
-    expect(results(log).find((r) => r.callId === 'call_2')).toEqual({ callId: 'call_2', status: 'error', content: handedNow.call_2 });
+    expect(handedNow.call_2).toMatch(/^Error: .*valid JSON/s);
+    expect(results(log).find((r) => r.callId === 'call_2')).toEqual({ callId: 'call_2', status: 'error', content: handedNow.call_2.slice('Error: '.length) });
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
     await expectForkServed(s, log.length - 1, sentCallIds(provider, held.fake.received.at(-1)!.body), provider, model);
   }, 60_000);
@@ -196,8 +199,7 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     const stored = results(log).sort((a, b) => a.callId.localeCompare(b.callId));
     expect(stored).toEqual(calls.map((c) => ({ callId: c.id, status: 'error', content: expected[c.id] })));
     // The run after the decision starts from forkline's request, which marks an error result's text (docs/runners.md).
-    const marked = Object.fromEntries(Object.entries(expected).map(([id, text]) => [id, `Error: ${text}`]));
-    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual(marked);
+    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual(marked(expected));
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
     await expectForkServed(s, log.length - 1, ['c_json', 'c_schema'], provider, model);
   }, 60_000);

@@ -149,7 +149,8 @@ describe.each([true, false])('@forkline/openai-agents (streamed: %s)', (stream) 
     expect(result.content).toMatch(/timed out after 150 ?ms/i);
     expect(result.content).toMatch(/may (still be running|have run)/);
     expect(result.content).not.toMatch(/did not run/);
-    expect(modelRead).toEqual([`${result.content}`]);
+    // The model reads the result as a request built from the log hands it (an error's text marked `Error: `).
+    expect(modelRead).toEqual([`Error: ${result.content}`]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
     // The tool returns after the turn ended: nothing more is written.
     await sleep(1800);
@@ -186,7 +187,7 @@ describe.each([true, false])('@forkline/openai-agents (streamed: %s)', (stream) 
     const { log, result, modelRead } = await turnCalling('forbidden');
     expect(ran).toEqual([]);
     expect(result).toMatchObject({ status: 'error', content: '[refused: this call is not allowed]' });
-    expect(modelRead).toEqual([result.content]);
+    expect(modelRead).toEqual([`Error: ${result.content}`]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
@@ -194,9 +195,9 @@ describe.each([true, false])('@forkline/openai-agents (streamed: %s)', (stream) 
     ran.length = 0;
     const { log, result, modelRead } = await turnCalling('failing');
     expect(ran).toEqual(['failing started']);
-    // The model reads what it would without forkline: the SDK's errorFunction text.
-    expect(modelRead).toEqual(['An error occurred while running the tool. Please try again.']);
-    expect(result).toMatchObject({ status: 'error', content: modelRead![0] });
+    // The log holds the SDK's errorFunction text, and the model reads it as a request built from the log hands it.
+    expect(result).toMatchObject({ status: 'error', content: 'An error occurred while running the tool. Please try again.' });
+    expect(modelRead).toEqual([`Error: ${result.content}`]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
@@ -204,7 +205,7 @@ describe.each([true, false])('@forkline/openai-agents (streamed: %s)', (stream) 
     ran.length = 0;
     const { result, modelRead } = await turnCalling('failing_told');
     expect(ran).toEqual(['failing_told started']);
-    expect(modelRead).toEqual(['the tool failed: disk full at /var/spool']);
+    expect(modelRead).toEqual(['Error: the tool failed: disk full at /var/spool']);
     expect(result).toMatchObject({ status: 'error', content: 'the tool failed: disk full at /var/spool' });
   });
 

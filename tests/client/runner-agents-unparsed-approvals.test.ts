@@ -82,9 +82,28 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     const log = await logOf(s.id);
     expect(log.filter((e) => e.type === 'tool/approval-request')).toEqual([]);
     expect(results(log)).toEqual([{ callId: 'c_json', status: 'error', content: alone.outputs.c_json }]);
-    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual(alone.outputs);
+    // Handed as a request built from the log hands an error result (docs/runners.md): marked `Error: `.
+    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual({ c_json: `Error: ${alone.outputs.c_json}` });
     expect(held.ran).toEqual([]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
+
+  it("calls no tool's isEnabled for its approval probe: the app's code runs for the app's agent only", async () => {
+    const asked: string[] = [];
+    const lookup = tool({
+      name: 'lookup',
+      description: 'looks a key up',
+      parameters: z.object({ key: z.string() }),
+      isEnabled: async ({ agent }) => (asked.push(agent.name), true),
+      execute: async ({ key }) => (held.ran.push(key), `value of ${key}`),
+    });
+    // A gated tool: the adapter learns how the SDK treats its policy (the probe) before the run.
+    const s = await sessionGating(['lookup'], 'look up');
+    held.script = [[UNPARSED], 'answered'];
+    await serve(s, (session) => runAgentsTurns(session, agentWith(lookup)));
+    expect((await logOf(s.id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.filter((name) => name !== 'looker')).toEqual([]);
   }, 60_000);
 
   it("asks for the gated tool's other call and answers the unparsed one, in a run with a refused call, as the SDK does with the tool's flag", async () => {

@@ -256,8 +256,11 @@ const hugeArguments =
 
 const look = (id: string, key: string, name = 'lookup'): Call => ({ id, name, arguments: JSON.stringify({ key }) });
 
-/** Forks `id` after its last event, sends the fork a message and serves it: the provider takes its request and the turn completes. */
-async function expectForkServed(s: { id: string; pool: string }, variant: Variant) {
+/**
+ * Forks `id` after its last event, sends the fork a message and serves it: the provider takes its request and the turn
+ * completes. Answers the fork's request body.
+ */
+async function expectForkServed(s: { id: string; pool: string }, variant: Variant): Promise<any> {
   const log = await logOf(s.id);
   const r = await held.app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: { sessionId: $id, atSeq: $at }) { session { id } } }`, {
     id: s.id,
@@ -270,7 +273,16 @@ async function expectForkServed(s: { id: string; pool: string }, variant: Varian
   await serve({ id: child, pool: s.pool }, variant);
   expect(held.fake.received.slice(from).map((q) => q.refusal)).toEqual([undefined]);
   expect((await logOf(child)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  return held.fake.received.at(-1)!.body;
 }
+
+/** The tool outputs a request's body hands the model, by call id. */
+const toolOutputs = (provider: Provider, body: any): Record<string, string> =>
+  Object.fromEntries(
+    provider === 'openai-responses'
+      ? body.input.filter((i: any) => i.type === 'function_call_output').map((i: any) => [i.call_id, i.output])
+      : body.messages.filter((m: any) => m.role === 'tool').map((m: any) => [m.tool_call_id, m.content]),
+  );
 
 const toolCallsOf = (log: Awaited<ReturnType<typeof logOf>>) => messages(log).flatMap((m) => m.toolCalls as Call[]);
 const errorsOf = (log: Awaited<ReturnType<typeof logOf>>) => log.filter((e) => e.type === 'plugin/agent/error').map((e) => e.data.message as string);
@@ -326,24 +338,15 @@ describe.each(VARIANTS)('$name', (variant) => {
   it('records a tool that throws what is not an Error (a string, undefined, an object whose text forms throw) as an error, with what the model read', async () => {
     const { s, log } = await served(variant, [[look('c_s', 'string', 'odd'), look('c_u', 'undefined', 'odd'), look('c_h', 'hostile', 'odd')], 'answered']);
     expect(held.ran).toEqual(['odd string', 'odd undefined', 'odd hostile']);
-    const body = held.fake.received.at(-1)!.body;
-    const read: Record<string, string> = Object.fromEntries(
-      variant.provider === 'openai-responses'
-        ? body.input.filter((i: any) => i.type === 'function_call_output').map((i: any) => [i.call_id, i.output])
-        : body.messages.filter((m: any) => m.role === 'tool').map((m: any) => [m.tool_call_id, m.content]),
-    );
-    // ai 7 sends an error's text to OpenAI wrapped as {"error": text} (ai 6 as it is); the log holds the text.
-    const text = (sent: string) => {
-      try {
-        const j = JSON.parse(sent);
-        return typeof j?.error === 'string' ? j.error : sent;
-      } catch {
-        return sent;
-      }
-    };
-    expect(results(log)).toEqual(['c_s', 'c_u', 'c_h'].map((callId) => ({ callId, status: 'error', content: text(read[callId]) })));
+    const read = toolOutputs(variant.provider, held.fake.received.at(-1)!.body);
+    const stored = results(log);
+    expect(stored.map((r) => [r.callId, r.status])).toEqual(['c_s', 'c_u', 'c_h'].map((callId) => [callId, 'error']));
+    // Each adapter hands the model a result as a request built from the log renders it (an error's text marked
+    // `Error: `), so a fork sends what the turn sent.
+    expect(stored.map((r) => read[r.callId])).toEqual(stored.map((r) => `Error: ${r.content}`));
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
-    await expectForkServed(s, variant);
+    // A fork continued from the log hands the model what the turn did.
+    expect(toolOutputs(variant.provider, await expectForkServed(s, variant))).toEqual(read);
   }, 60_000);
 
   it('records parallel calls where one tool throws synchronously: each answered, the others run, the turn goes on', async () => {

@@ -27,7 +27,9 @@ import {
 import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
+  boundedResult,
   cancelledBeforeStart,
+  handedResultText,
   INCOMPLETE_ANSWER,
   parsesAsJson,
   cancelledWhileRunning,
@@ -152,19 +154,28 @@ function parseArguments(text: string): unknown {
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null));
 
-const INVALID_INPUT = 'Invalid input for tool : ';
-
 /**
- * The text the installed AI SDK hands the model for a call that failed: its
- * `error-text` is @ai-sdk/provider's getErrorMessage of the error (ai 6: the
- * error's message; ai 7: `Error: <message>`), which `ai` does not export. Its
- * InvalidToolInputError words its message with that same function, so the
- * text is read through it. A failed call's result holds exactly this: a later
- * step or a fork, built from the log, hands the model what this step did.
+ * The text a failed call's result holds: the error's message (a thrown string as it is, anything else as JSON, none:
+ * `unknown error`), as ai 6's `error-text` words it, whatever the installed major (ai 7 words it `Error: <message>`,
+ * and @ai-sdk/openai 4 sends that wrapped, `{"error": …}`). The model is handed the result as a request built from the
+ * log renders it (handedPrompt), so a later step or a fork hands the model what this step did.
  */
+const NO_TEXT_FORM = 'the tool threw an error that has no text form';
+
 function handedErrorText(err: unknown): string {
-  const worded = new InvalidToolInputError({ toolName: '', toolInput: '', cause: err }).message;
-  return worded.startsWith(INVALID_INPUT) ? worded.slice(INVALID_INPUT.length) : errorText(err);
+  if (err == null) return 'unknown error';
+  if (typeof err === 'string') return err;
+  if (err instanceof Error) return err.message;
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    // No JSON form (a BigInt, a cycle), nor perhaps any text form at all (a toString that throws).
+    try {
+      return String(err);
+    } catch {
+      return NO_TEXT_FORM;
+    }
+  }
 }
 
 /**
@@ -304,6 +315,39 @@ interface TurnCalls {
   refused: Map<string, string>;
   /** The calls whose `execute` was called. */
   started: Set<string>;
+  /** Each answered call's result as the log holds it, which is what the model is handed (handedPrompt). */
+  results: Map<string, ToolResultContent>;
+}
+
+/**
+ * Stores a call's result, and keeps it as the log holds it (held to the runner's maxResultBytes, made storable) for
+ * the next model call of the turn (handedPrompt).
+ */
+function storeResult(turn: TurnWriter, calls: TurnCalls, sentId: string, call: { id: string; name: string }, result: ToolResultContent): Promise<void> {
+  calls.results.set(sentId, boundedResult(result, turn.session.maxResultBytes));
+  return turn.result(call, result.status, result.content);
+}
+
+/**
+ * The prompt the SDK built for the next step, with each result of this turn's calls as the log holds it, in the form
+ * a request built from the log hands it (handedResultText: text, an error's marked `Error: `). What the SDK makes of a
+ * failed call depends on its major and the provider package (ai 7 and @ai-sdk/openai 4 send a thrown error's text
+ * wrapped, `{"error": "Error: …"}`; an error's text over maxResultBytes is not what the log holds): a fork or a later
+ * turn, built from the log, would otherwise send the model something else than this turn did (docs/runners.md,
+ * "What a tool hands back").
+ */
+function handedPrompt<P extends ReadonlyArray<{ role: string; content: unknown }>>(prompt: P, calls: TurnCalls): P {
+  return prompt.map((m) =>
+    m.role === 'tool' && Array.isArray(m.content)
+      ? {
+          ...m,
+          content: m.content.map((p: { type?: string; toolCallId?: string }) => {
+            const stored = p.type === 'tool-result' && p.toolCallId !== undefined ? calls.results.get(p.toolCallId) : undefined;
+            return stored ? { ...p, output: handedOutput(stored) } : p;
+          }),
+        }
+      : m,
+  ) as unknown as P;
 }
 
 /** An answer's own calls under the ids the SDK is handed for them (the others as they are). */
@@ -370,7 +414,7 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
       // `execute` that hands the model the refusal; that answer is stored as for any such call (recordStep).
       if (!parsesAsJson(c.arguments)) continue;
       calls.answered.add(c.sentId);
-      await turn.result(c, 'error', c.refused);
+      await storeResult(turn, calls, c.sentId, c, { status: 'error', content: c.refused });
     }
     return admitted;
   };
@@ -378,6 +422,7 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
     model,
     middleware: {
       specificationVersion: 'v3',
+      transformParams: async ({ params }) => ({ ...params, prompt: handedPrompt(params.prompt, calls) }),
       wrapGenerate: async ({ doGenerate }) => {
         await turn.startStep();
         const result = await doGenerate();
@@ -512,10 +557,11 @@ async function modelOutputContent(t: ToolSet[string], call: { id: string; input:
 }
 
 /**
- * A stored result as the AI SDK hands it to the model (the tool's `toModelOutput` in writingTools): the log's text,
- * as text (an `error-text` output reaches the model wrapped, `{"error": …}`, with @ai-sdk/openai 4).
+ * A stored result as the AI SDK hands it to the model (the tool's `toModelOutput` in writingTools, handedPrompt): the
+ * log's text as a request built from the log renders it, as text (an `error-text` output reaches the model wrapped,
+ * `{"error": …}`, with @ai-sdk/openai 4).
  */
-const handedOutput = (result: ToolResultContent) => ({ type: 'text' as const, value: result.content });
+const handedOutput = (result: ToolResultContent) => ({ type: 'text' as const, value: handedResultText(result) });
 
 /**
  * The tools with each `execute` storing its result (ok, or error with the
@@ -547,7 +593,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
           if (calls.answered.has(sentId)) return Promise.resolve(refusal);
           // Refused with arguments that are not JSON, yet run (the app's repairToolCall mended them): stored now.
           calls.answered.add(sentId);
-          return turn.result({ id: calls.ids.recorded(sentId), name }, 'error', refusal).then(() => refusal);
+          return storeResult(turn, calls, sentId, { id: calls.ids.recorded(sentId), name }, { status: 'error', content: refusal }).then(() => refusal);
         }
         // The tool sees its call as the log holds it.
         const call = { id: calls.ids.recorded(sentId), name };
@@ -555,7 +601,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
         const record = async (outcome: ToolResultContent) => {
           calls.answered.add(sentId);
           stored.set(sentId, outcome);
-          await turn.result(call, outcome.status, outcome.content);
+          await storeResult(turn, calls, sentId, call, outcome);
         };
         const shown = (output: unknown) => modelOutputContent(t, { id: call.id, input }, output, turn.session.maxResultBytes);
         // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
@@ -567,8 +613,10 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
           return Promise.reject(err);
         }
         const failed = async (err: unknown): Promise<never> => {
-          await record({ status: 'error', content: handedErrorText(err) });
-          throw err;
+          const content = handedErrorText(err);
+          await record({ status: 'error', content });
+          // An error with no text form would break the SDK's own wording of it (and the step): it sees one that says so.
+          throw content === NO_TEXT_FORM ? new Error(NO_TEXT_FORM) : err;
         };
         let output: ReturnType<typeof execute>;
         try {
@@ -738,6 +786,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     answered: new Set(),
     refused: new Map(),
     started: new Set(),
+    results: new Map(),
   };
   const { open, answered } = calls;
   let failure: unknown;
@@ -769,7 +818,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
             status: 'error' as const,
             content: failed ? handedErrorText(failed.error) : runsCalls ? 'the runner has no such tool' : declinedContent(result.finishReason),
           };
-      await turn.result(call, outcome.status, outcome.content);
+      await storeResult(turn, calls, sentId, call, outcome);
     }
     if (asked.length) {
       open.clear();

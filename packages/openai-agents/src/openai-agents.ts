@@ -42,7 +42,9 @@ import {
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
+  boundedResult,
   cancelledBeforeStart,
+  handedResultText,
   INCOMPLETE_ANSWER,
   parsesAsJson,
   needsWireNames,
@@ -267,6 +269,8 @@ interface RunCalls {
   renamed: boolean;
   /** The stored calls no result is stored for yet, by the id the SDK runs them by. */
   unanswered: Map<string, AdmittedCall>;
+  /** Each answered call's result as the log holds it, which is what the model is handed (handedInput). */
+  results: Map<string, ToolResultContent>;
   /**
    * How the SDK treats each function tool's own approval policy, learnt once a run has a refused or renamed call
    * (learnPolicies): whether it asks a person for a call whose arguments are not JSON, and (where it does not) the
@@ -277,6 +281,31 @@ interface RunCalls {
   context: RunContext;
   /** The agent the run runs (runningAgent): the context keeps decisions by it. */
   agent?: Agent<any, any>;
+}
+
+/**
+ * Stores a call's result, and keeps it as the log holds it (held to the runner's maxResultBytes, made storable) for
+ * the run's next model call (handedInput).
+ */
+function storeResult(turn: TurnWriter, calls: RunCalls, sentId: string, call: { id: string; name: string }, result: ToolResultContent): Promise<void> {
+  calls.results.set(sentId, boundedResult(result, turn.session.maxResultBytes));
+  return turn.result(call, result.status, result.content);
+}
+
+/**
+ * A model request with each result of the run's calls as the log holds it, in the form a request built from the log
+ * hands it (handedResultText: an error's text marked `Error: `). The SDK hands the model a failed call's text as a
+ * plain output (a thrown tool's errorFunction answer, its parse error for arguments that are not JSON, a guardrail's
+ * rejection): a fork or a later turn, built from the log, would otherwise send the model something else than this
+ * run did (docs/runners.md, "What a tool hands back").
+ */
+function handedInput(request: AgentsModelRequest, calls: RunCalls): AgentsModelRequest {
+  if (typeof request.input === 'string' || calls.results.size === 0) return request;
+  const input = (request.input as Item[]).map((item) => {
+    const stored = item.type === 'function_call_result' ? calls.results.get(item.callId) : undefined;
+    return stored ? ({ ...item, output: { type: 'text', text: handedResultText(stored) } } as Item) : item;
+  });
+  return { ...request, input: input as AgentsModelRequest['input'] };
 }
 
 /** How the SDK treats a function tool's own approval policy (docs/runners.md, "A call the model gets wrong"). */
@@ -320,7 +349,16 @@ async function probeApprovalPolicy(t: FunctionTool): Promise<ApprovalPolicy> {
       throw new Error('the approval probe runs unstreamed');
     },
   };
-  const stub: FunctionTool = { ...t, invoke: async () => '', inputGuardrails: undefined, outputGuardrails: undefined, timeoutMs: undefined };
+  // The probe runs none of the app's code but the policy it learns: the tool's `invoke` is a stub, and so is its
+  // `isEnabled` (the app's may have effects, or answer no for an agent it does not know, the probe's).
+  const stub: FunctionTool = {
+    ...t,
+    invoke: async () => '',
+    isEnabled: async () => true,
+    inputGuardrails: undefined,
+    outputGuardrails: undefined,
+    timeoutMs: undefined,
+  };
   try {
     const probe = new Agent({ name: 'forkline approval probe', model, tools: [stub] });
     const { interruptions } = await new Runner({ tracingDisabled: true }).run(probe, 'probe', { maxTurns: 2 });
@@ -358,7 +396,7 @@ class WritingModel implements Model {
   async getResponse(request: AgentsModelRequest): Promise<ModelResponse> {
     await this.answered(request);
     await this.turn.startStep();
-    return this.record(await this.inner.getResponse(request));
+    return this.record(await this.inner.getResponse(handedInput(request, this.calls)));
   }
 
   async *getStreamedResponse(request: AgentsModelRequest): AsyncIterable<any> {
@@ -367,7 +405,7 @@ class WritingModel implements Model {
     /** Whether the model streams Chat Completions chunks, and whether one said why the answer ended. */
     let chatChunks = false;
     let finished = false;
-    for await (const event of this.inner.getStreamedResponse(request)) {
+    for await (const event of this.inner.getStreamedResponse(handedInput(request, this.calls))) {
       if (event.type === 'output_text_delta' && event.delta) void this.turn.delta(event.delta);
       if (event.type === 'model' && event.providerData?.rawModelEventSource === OPENAI_CHAT_COMPLETIONS_RAW_MODEL_EVENT_SOURCE) {
         chatChunks = true;
@@ -392,7 +430,7 @@ class WritingModel implements Model {
       const call = item.type === 'function_call_result' ? this.calls.unanswered.get(item.callId) : undefined;
       if (!call) continue;
       this.calls.unanswered.delete(item.callId);
-      await this.turn.result(call, 'error', outputText(item.output));
+      await storeResult(this.turn, this.calls, item.callId, call, { status: 'error', content: outputText(item.output) });
     }
   }
 
@@ -415,7 +453,7 @@ class WritingModel implements Model {
         this.calls.unanswered.set(call.sentId, call);
         continue;
       }
-      await this.turn.result(call, 'error', call.refused);
+      await storeResult(this.turn, this.calls, call.sentId, call, { status: 'error', content: call.refused });
     }
     // Before the run sees the calls: which policy each tool hands the SDK now depends on it (writingTools).
     const unparsed = admitted.some((c) => !parsesAsJson(c.arguments));
@@ -598,7 +636,7 @@ function writingTools(
         throw reason;
       }
       const outcome = await runCall(agent, t, ctx, input, details, turn.session);
-      await turn.result(call, outcome.result.status, outcome.result.content);
+      await storeResult(turn, calls, sentId, call, outcome.result);
       if (outcome.raise !== undefined) throw outcome.raise;
       return outcome.output as string;
     };
@@ -789,6 +827,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     refused: new Map(),
     renamed: false,
     unanswered: new Map(),
+    results: new Map(),
     policies: new Map(),
     context: new RunContext(),
   };

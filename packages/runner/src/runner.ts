@@ -1043,6 +1043,6 @@ export class TurnWriter {
 export { resumeDecidedStep, settleOpenCalls, deniedContent, sessionRequiresApproval, type OpenCall, type SettleOpenCalls } from './approvals.ts';
 export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
-export { toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';
+export { boundedResult, handedResultText, toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';
 export { RequestWireNames, needsWireNames } from './wire-names.ts';
 export { RunCallIds, type AdmittedCall } from './call-ids.ts';

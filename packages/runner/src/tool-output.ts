@@ -49,6 +49,14 @@ export function boundedResult(result: ToolResultContent, maxBytes: number): Tool
   };
 }
 
+/**
+ * A stored result as forkline's model request hands it to the model (Session.modelRequest's `messages`): an `error`
+ * result's text marked `Error: `, as for forkline's own agent (docs/runners.md, "What a tool hands back"). An adapter
+ * hands the model this text in the step that ran the call too, so a later step or a fork, built from the log, sends
+ * the model what that step sent.
+ */
+export const handedResultText = (result: ToolResultContent): string => (result.status === 'error' ? `Error: ${result.content}` : result.content);
+
 /** A tool's output as the result a runner stores (toolOutputContent, held to `maxBytes`). */
 export function toolResultContent(output: unknown, maxBytes: number): ToolResultContent {
   return boundedResult(toolOutputContent(output), maxBytes);
