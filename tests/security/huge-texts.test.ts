@@ -22,8 +22,10 @@ import { recordingHeader } from '../../src/core/recording.ts';
 
 /** Characters of each huge text: two fit in FORKLINE_PAGE_BYTES (16 MiB), not three. */
 const HUGE = 9 * MB;
-/** Inputs queued before any turn took them. */
+/** Inputs the session's turns take, each queued long before its turn. */
 const QUEUED = 10;
+/** Inputs waiting at once: six of 9 MB are within a recording's 64 MiB of waiting text (docs/contract.md#formats). */
+const AHEAD = 6;
 /** Small answers per turn: the turns' answers after the inputs pass the snapshot's 2,000 events. */
 const STEPS = 200;
 /** Results of 9 MB in the external runner's open turn. */
@@ -45,7 +47,11 @@ async function gql(query: string, variables?: Record<string, unknown>) {
   return r.body.data;
 }
 
-/** A recording of a session run by the pool `ext`: QUEUED huge inputs queued, then QUEUED turns taking them, each of STEPS small answers. */
+/**
+ * A recording of a session run by the pool `ext`: QUEUED turns of STEPS small answers each, each taking a huge input
+ * queued AHEAD turns before it (thousands of events before its turn: the last turns' inputs lie far before a
+ * snapshot's window).
+ */
 async function writeQueuedRecording(): Promise<string> {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-texts-')), 'queued.jsonl');
   const out = fs.createWriteStream(file);
@@ -53,7 +59,8 @@ async function writeQueuedRecording(): Promise<string> {
   await write(recordingHeader({ id: 'ses_queued', title: 'queued', runner: 'ext' }));
   let seq = 0;
   const add = (type: string, data: unknown) => write({ seq: seq++, type, data });
-  for (let t = 1; t <= QUEUED; t++) await add('inbox/add', { inputId: `in_${t}`, text: answerOf(3000 + t, HUGE) });
+  const queue = (t: number) => (t <= QUEUED ? add('inbox/add', { inputId: `in_${t}`, text: answerOf(3000 + t, HUGE) }) : undefined);
+  for (let t = 1; t <= AHEAD; t++) await queue(t);
   for (let turn = 1; turn <= QUEUED; turn++) {
     await add('inbox/remove', { inputId: `in_${turn}`, reason: 'taken' });
     await add('turn/start', { turn, inputId: `in_${turn}` });
@@ -63,6 +70,7 @@ async function writeQueuedRecording(): Promise<string> {
       await add('step/end', { turn, step, reason: 'completed' });
     }
     await add('turn/end', { turn, reason: 'completed' });
+    await queue(turn + AHEAD);
   }
   await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
   return file;
