@@ -454,7 +454,16 @@ export class SessionHost {
         }
         if (this.stopped) return await this.leases.release(entry.lease);
         if (this.takeNextLease(entry)) continue;
-        if (!again && (await this.leases.releaseIfIdle(entry.lease)) !== 'busy') return;
+        if (!again && (await this.leases.releaseIfIdle(entry.lease)) !== 'busy') {
+          // Input queued while the lease went back woke this drive (it was still here): it was not there for the
+          // release to see, so the drive claims the session again for it rather than leave it to the next sweep.
+          if (!entry.again || this.stopped) return;
+          entry.again = false;
+          const lease = await this.leases.claim(sessionId);
+          if (!lease) return; // another process took it, and the input with it
+          entry.lease = lease;
+          continue;
+        }
         backoff.reset();
       } catch (err) {
         if (isGone(err)) {
