@@ -616,8 +616,8 @@ export class SessionHost {
 
   /**
    * The deletions announced while the listener was down went unheard: of the sessions this process runs or keeps
-   * file workspaces of, those gone from the database are deleted here now (their runners would have gone on until
-   * their next append failed, their tools running, and their workspaces stayed on disk).
+   * file workspaces of, those gone from the database are deleted here now (a runner stopped only at the next
+   * heartbeat, as lease-lost, and the workspaces and cached folds stayed).
    */
   private async deletedMeanwhile(): Promise<void> {
     const ids = [...new Set([...this.running.keys(), ...(this.runnerDeps.workspaces?.sessionIds() ?? [])])];
