@@ -27,7 +27,6 @@ import {
 import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
-  boundedResult,
   cancelledBeforeStart,
   handedResultText,
   INCOMPLETE_ANSWER,
@@ -319,13 +318,9 @@ interface TurnCalls {
   results: Map<string, ToolResultContent>;
 }
 
-/**
- * Stores a call's result, and keeps it as the log holds it (held to the runner's maxResultBytes, made storable) for
- * the next model call of the turn (handedPrompt).
- */
-function storeResult(turn: TurnWriter, calls: TurnCalls, sentId: string, call: { id: string; name: string }, result: ToolResultContent): Promise<void> {
-  calls.results.set(sentId, boundedResult(result, turn.session.maxResultBytes));
-  return turn.result(call, result.status, result.content);
+/** Stores a call's result, and keeps it as the log holds it (TurnWriter.result) for the next model call of the turn (handedPrompt). */
+async function storeResult(turn: TurnWriter, calls: TurnCalls, sentId: string, call: { id: string; name: string }, result: ToolResultContent): Promise<void> {
+  calls.results.set(sentId, await turn.result(call, result.status, result.content));
 }
 
 /**

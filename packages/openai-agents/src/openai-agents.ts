@@ -42,7 +42,6 @@ import {
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
-  boundedResult,
   cancelledBeforeStart,
   handedResultText,
   INCOMPLETE_ANSWER,
@@ -283,13 +282,9 @@ interface RunCalls {
   agent?: Agent<any, any>;
 }
 
-/**
- * Stores a call's result, and keeps it as the log holds it (held to the runner's maxResultBytes, made storable) for
- * the run's next model call (handedInput).
- */
-function storeResult(turn: TurnWriter, calls: RunCalls, sentId: string, call: { id: string; name: string }, result: ToolResultContent): Promise<void> {
-  calls.results.set(sentId, boundedResult(result, turn.session.maxResultBytes));
-  return turn.result(call, result.status, result.content);
+/** Stores a call's result, and keeps it as the log holds it (TurnWriter.result) for the run's next model call (handedInput). */
+async function storeResult(turn: TurnWriter, calls: RunCalls, sentId: string, call: { id: string; name: string }, result: ToolResultContent): Promise<void> {
+  calls.results.set(sentId, await turn.result(call, result.status, result.content));
 }
 
 /**

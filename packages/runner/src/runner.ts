@@ -33,7 +33,7 @@ import {
   type ForklineClient,
   type ModelRequestQuery,
 } from '@forkline/client';
-import { boundedResult, DEFAULT_MAX_RESULT_BYTES, storableText } from './tool-output.ts';
+import { boundedResult, DEFAULT_MAX_RESULT_BYTES, storableText, type ToolResultContent } from './tool-output.ts';
 import { isRefusal } from './refusal.ts';
 import { resultIdOf } from './call-ids.ts';
 
@@ -914,8 +914,9 @@ export class TurnWriter {
    * other calls of the step still run it is stored before this returns; the
    * step's last result goes with what comes next (the step's end and the
    * next step's start, or the turn's end): nothing happens in between.
+   * Resolves with the result as stored (held to maxResultBytes, made storable).
    */
-  result(call: { id: string; name: string }, status: 'ok' | 'error', content: string): Promise<void> {
+  result(call: { id: string; name: string }, status: 'ok' | 'error', content: string): Promise<ToolResultContent> {
     this.unanswered.delete(call.id);
     // Held to maxResultBytes: a batch over the server's body limit would lose the result and every write after it.
     const bounded = boundedResult({ status, content }, this.session.maxResultBytes);
@@ -936,9 +937,10 @@ export class TurnWriter {
       // A write before it that failed (the lease lost) fails this too.
       return this.writes.then(() => {
         if (this.failure) throw this.failure;
+        return bounded;
       });
     }
-    return this.write([event]);
+    return this.write([event]).then(() => bounded);
   }
 
   /**
@@ -1043,6 +1045,6 @@ export class TurnWriter {
 export { resumeDecidedStep, settleOpenCalls, deniedContent, sessionRequiresApproval, type OpenCall, type SettleOpenCalls } from './approvals.ts';
 export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
-export { boundedResult, handedResultText, toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';
+export { handedResultText, toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';
 export { RequestWireNames, needsWireNames } from './wire-names.ts';
 export { RunCallIds, type AdmittedCall } from './call-ids.ts';
