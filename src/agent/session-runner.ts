@@ -137,6 +137,11 @@ export class SessionRunner {
     if (!this.abort.signal.aborted) this.abort.abort(reason);
   }
 
+  /** The count of turns started when one is open (what a cancel kept on the session's row names: LeaseStore.requestCancel), else undefined. */
+  get runningTurnCount(): number | undefined {
+    return this.fold.state.openTurn !== undefined ? this.fold.state.turnCount : undefined;
+  }
+
   get stopReason(): StopReason | undefined {
     return this.abort.signal.aborted ? (this.abort.signal.reason as StopReason) : undefined;
   }

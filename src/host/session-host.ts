@@ -589,9 +589,10 @@ export class SessionHost {
     if (this.running.size === 0 || this.renewing) return;
     const entries = [...this.running.values()].map((e) => ({ e, lease: e.lease }));
     let kept: Set<string>;
+    let cancels: Map<string, number>;
     this.renewing = true;
     try {
-      kept = await this.leases.renew(entries.map((x) => x.lease));
+      ({ held: kept, cancels } = await this.leases.renew(entries.map((x) => x.lease)));
     } catch (err) {
       if (!isDatabaseUnavailable(err)) this.opts.log?.('renewing leases failed', err);
       return;
@@ -599,6 +600,9 @@ export class SessionHost {
       this.renewing = false;
     }
     for (const { e, lease } of entries) {
+      const cancel = cancels.get(lease.sessionId);
+      // A cancel whose notification this process missed (its listener was down): the turn it names, if still running, stops.
+      if (cancel !== undefined && this.running.get(lease.sessionId) === e && e.runner?.runningTurnCount === cancel) e.runner.stop('cancel');
       if (kept.has(lease.sessionId) || this.running.get(lease.sessionId) !== e || e.lease !== lease || e.runner?.released) continue;
       e.runner?.stop('lease-lost');
     }
@@ -631,8 +635,13 @@ export class SessionHost {
     }
   }
 
-  /** Ends the running turn with `cancelled`, wherever it runs. */
+  /**
+   * Ends the running turn with `cancelled`, wherever it runs: kept on the
+   * session's row first, which the running process reads at its next lease
+   * renewal, then announced, which it hears at once unless its listener is down.
+   */
   async cancel(sessionId: string): Promise<void> {
+    await this.leases.requestCancel(sessionId);
     const local = this.running.get(sessionId)?.runner;
     if (local) local.stop('cancel');
     else await this.store.notify(CONTROL_CHANNEL, encodeCancel(sessionId));

@@ -257,7 +257,11 @@ const LEASE_SQL = {
                  FOR NO KEY UPDATE OF x SKIP LOCKED),
        renewed AS (UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
                     FROM held WHERE s.id = held.id AND s."treeId" = held."treeId" AND s."treeId" = ANY($5::text[]) AND s."leaseOwner" = $1)
-       SELECT x.id FROM l JOIN "Session" x ON x.id = l.id AND x."treeId" = l.tree WHERE x."leaseOwner" = $1 AND x."leaseToken" = l.token`,
+       SELECT x.id, CASE WHEN x.status = 'RUNNING' AND x."cancelTurn" = x."turnCount" THEN x."turnCount" END AS "cancelTurn"
+         FROM l JOIN "Session" x ON x.id = l.id AND x."treeId" = l.tree WHERE x."leaseOwner" = $1 AND x."leaseToken" = l.token`,
+  // A cancel names the turn running when it was asked (the count of turns started then): one asked as a turn ended
+  // stops no later turn, and the column needs no clearing when the turn ends (renew reads it).
+  requestCancel: `UPDATE "Session" SET "cancelTurn" = "turnCount" WHERE id = $1 AND "treeId" = $2 AND status = 'RUNNING' RETURNING "turnCount"`,
   releaseIfIdle: `UPDATE "Session" SET
           "leaseOwner" = CASE WHEN ${NOTHING_TO_RUN} THEN NULL ELSE "leaseOwner" END,
           "leaseExpiresAt" = CASE WHEN ${NOTHING_TO_RUN} THEN NULL ELSE now() + $4 * interval '1 millisecond' END
@@ -337,9 +341,9 @@ export class LeaseStore {
    * lease (it went silent, or waits behind a lock), the
    * pool runs it, in time for the lease.
    */
-  async renew(leases: Iterable<Lease>): Promise<Set<string>> {
+  async renew(leases: Iterable<Lease>): Promise<Renewed> {
     const list = [...leases];
-    if (list.length === 0) return new Set();
+    if (list.length === 0) return { held: new Set(), cancels: new Map() };
     const trees = await this.trees.ofMany(list.map((l) => l.sessionId));
     const query = this.sql.renew([
       this.owner,
@@ -349,14 +353,31 @@ export class LeaseStore {
       [...new Set(trees.values())],
       list.map((l) => trees.get(l.sessionId) ?? null), // a session deleted meanwhile: no tree, nothing renewed
     ]);
-    let result: pg.QueryResult<{ id: string }> | undefined;
+    type Row = { id: string; cancelTurn: number | null };
+    let result: pg.QueryResult<Row> | undefined;
     try {
-      result = await this.reserved?.query<{ id: string }>(query, Math.floor(this.ttlMs / 3));
+      result = await this.reserved?.query<Row>(query, Math.floor(this.ttlMs / 3));
     } catch {
       // Down or silent: the pool serves this renewal. Renewing twice is harmless (it only moves the expiry).
     }
-    result ??= await this.pool.query<{ id: string }>(query);
-    return new Set(result.rows.map((r) => r.id));
+    result ??= await this.pool.query<Row>(query);
+    return {
+      held: new Set(result.rows.map((r) => r.id)),
+      cancels: new Map(result.rows.flatMap((r) => (r.cancelTurn === null ? [] : [[r.id, r.cancelTurn] as const]))),
+    };
+  }
+
+  /**
+   * Asks for the running turn of `sessionId` to be cancelled, durably: the
+   * holder's next renewal reads it (Renewed.cancels) even when the
+   * notification that also announces it goes unheard. Returns the turn count
+   * it names, or null when no turn runs.
+   */
+  async requestCancel(sessionId: string): Promise<number | null> {
+    const treeId = await this.trees.of(sessionId);
+    if (treeId === undefined) return null;
+    const { rows } = await this.pool.query<{ turnCount: number }>(this.sql.requestCancel([sessionId, treeId]));
+    return rows[0]?.turnCount ?? null;
   }
 
   /**
@@ -385,6 +406,12 @@ export class LeaseStore {
 // pool (`runner` set) can be claimed here, and only those: forkline's own
 // claims skip them (leases.ts RUN_BY_FORKLINE). The owner is the runner's id,
 // prefixed so it never equals a forkline process's.
+
+/** What a renewal found: the leases still held, and the cancels asked of their running turns (id → the turn count named). */
+export interface Renewed {
+  held: Set<string>;
+  cancels: Map<string, number>;
+}
 
 /** How long an external runner's lease lasts unless it asks otherwise (renewLease extends it). */
 export const DEFAULT_RUNNER_LEASE_MS = 30_000;

@@ -93,6 +93,20 @@ describe('a LISTEN connection gone silent', () => {
     await cancelArrives(await inToolCall(60_000));
   });
 
+  it('loses no cancel: a turn another process cancels while the listener hears nothing ends cancelled here', async () => {
+    const id = await inToolCall(60_000);
+    proxy.silenceOpen();
+    // What another process's cancelTurn does (SessionHost.cancel): keep the cancel on the row, then announce it, unheard here.
+    expect(await new LeaseStore(other, 'another-process', 60_000).requestCancel(id)).toBe(1);
+    await other.query('SELECT pg_notify($1, $2)', [CONTROL_CHANNEL, encodeCancel(id)]);
+    await waitFor(async () => (await turnEnds(id)).length === 1, { what: 'the turn to end', timeoutMs: 20_000, intervalMs: 200 });
+    expect(await turnEnds(id)).toEqual(['cancelled']);
+    // The cancel named that turn only: the next one runs to its end.
+    await app.services.controller.sendMessage(scope, id, '!call sleep {"ms": 10}');
+    await waitFor(async () => (await turnEnds(id)).length === 2, { what: 'the next turn to end' });
+    expect(await turnEnds(id)).toEqual(['cancelled', 'completed']);
+  });
+
   it('loses no deletion: a session another process deleted meanwhile is deleted here once it is made again (its file workspace goes)', async () => {
     const { id } = await app.services.store.createSession(scope, { title: 'deleted while silent' });
     await app.services.controller.sendMessage(scope, id, '!call write_file {"path":"a.txt","content":"kept until deleted"}');

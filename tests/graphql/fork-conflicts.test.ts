@@ -87,7 +87,7 @@ describe('forks racing writes to their parent row', () => {
             await during();
             const lease = await other.claim(p.id);
             expect(lease).not.toBeNull();
-            expect(await other.renew([lease!])).toEqual(new Set([p.id]));
+            expect((await other.renew([lease!])).held).toEqual(new Set([p.id]));
             await conn.query('COMMIT');
           },
           () => app.gql(op.query, op.vars(p.id, p.inputId)),

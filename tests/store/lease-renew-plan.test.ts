@@ -43,7 +43,7 @@ describe('the lease heartbeat', () => {
     const held = await Promise.all(ids.map(async (id) => (await leases.claim(id))!));
     expect(held.every(Boolean)).toBe(true);
     const from = sent.length;
-    expect(await leases.renew(held)).toEqual(new Set(ids));
+    expect((await leases.renew(held)).held).toEqual(new Set(ids));
     const renew = sent.slice(from).find((q) => q.text.includes('"leaseExpiresAt" = now()'))!;
     expect(renew).toBeDefined();
     // The plan Postgres makes for that statement with those values.

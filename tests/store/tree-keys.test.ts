@@ -76,7 +76,7 @@ describe('reads of a fork of an imported recording, and its deletion', () => {
     const lease = (await leases.claim(own.id))!;
     expect(lease.lineage?.treeId).toBe(own.id);
     expect(await leases.claim(own.id)).toBeNull();
-    expect(await leases.renew([lease])).toEqual(new Set([own.id]));
+    expect((await leases.renew([lease])).held).toEqual(new Set([own.id]));
     expect(await leases.releaseIfIdle(lease)).toBe('released');
     const again = (await leases.claim(own.id))!;
     await leases.release(again);
