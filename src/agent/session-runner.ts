@@ -7,7 +7,7 @@ import { APPROVED_CALL_START, hasDecidedCall } from './approval-resume.ts';
 import { toStorableJson, toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
 import { boundedId } from '../core/derived-ids.ts';
-import { timeLimitClosers, timeLimitMessage } from '../core/time-limit.ts';
+import { cancelClosers, timeLimitClosers, timeLimitMessage } from '../core/time-limit.ts';
 import { awaitingApproval, deniedContent, needsApproval } from '../core/tool-approval.ts';
 import { serverAllowed, toolAllowed } from '../core/tools.ts';
 import { WireToolNames } from '../core/wire-names.ts';
@@ -671,7 +671,6 @@ export class SessionRunner {
     }
     const open = this.fold.state.openTail();
     if (!open) return;
-    const { turn } = open;
     const kept: NewEvent[] = this.keptPartial(open, partial);
     if (this.stopReason === 'turn-limit') {
       // The same end as an external runner's step past its limit (RunnerProtocol.renew).
@@ -680,8 +679,7 @@ export class SessionRunner {
       this.endTurnObservation('failed', message);
       return;
     }
-    const stepEnd: NewEvent[] = open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : [];
-    await this.append([...kept, ...stepEnd, { type: 'turn/end', data: { turn, reason: 'cancelled' } }], true);
+    await this.append([...kept, ...cancelClosers(open)], true);
     this.endTurnObservation('cancelled');
   }
 

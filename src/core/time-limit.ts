@@ -1,6 +1,6 @@
-// A turn stopped by a time limit (docs/contract.md#agent-loop): forkline's own agent's turn limit
-// (FORKLINE_MAX_TURN_MS) and an external runner's step limit (FORKLINE_RUNNER_MAX_STEP_MS) end it alike,
-// so clients and the model read one outcome whoever ran the turn.
+// A turn stopped by a time limit or a user's cancel (docs/contract.md#agent-loop): forkline's own agent's
+// turn limit (FORKLINE_MAX_TURN_MS) and an external runner's step limit (FORKLINE_RUNNER_MAX_STEP_MS) end it
+// alike, and so does a cancelTurn, whoever runs the turn: clients and the model read one outcome.
 import type { NewEvent } from './events.ts';
 import type { OpenTail } from './log-state.ts';
 
@@ -21,5 +21,17 @@ export function timeLimitClosers(open: OpenTail, lastStep: number, message: stri
     ...(open.step ? [{ type: 'step/end', data: { turn, step, reason: 'interrupted' } }] : []),
     { type: 'plugin/agent/error', data: { turn, step, message } },
     { type: 'turn/end', data: { turn, reason: 'failed' } },
+  ];
+}
+
+/**
+ * What ends a turn a user cancelled (cancelTurn), after what of it is kept: the open step's end
+ * (`interrupted`, its calls without a result left so), then the turn's end (`cancelled`).
+ */
+export function cancelClosers(open: OpenTail): NewEvent[] {
+  const { turn } = open;
+  return [
+    ...(open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : []),
+    { type: 'turn/end', data: { turn, reason: 'cancelled' } },
   ];
 }

@@ -33,8 +33,8 @@ import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import type { SeqChangeSet } from '../store/file-blobs.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
 import { closersFor } from '../core/repair.ts';
-import { timeLimitClosers, timeLimitMessage } from '../core/time-limit.ts';
-import type { LogState } from '../core/log-state.ts';
+import { cancelClosers, timeLimitClosers, timeLimitMessage } from '../core/time-limit.ts';
+import type { LogState, OpenTail } from '../core/log-state.ts';
 import { APPROVED_CALL_START, hasDecidedCall } from '../agent/approval-resume.ts';
 import { toolAllowed } from '../core/tools.ts';
 import { dataOf, fieldOf } from '../core/core-event.ts';
@@ -318,25 +318,56 @@ export class RunnerProtocol {
    */
   async renew(scope: Scope, sessionId: string, token: number, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerLease> {
     const { status, eventCount, ...lease } = await this.leases.renew(scope.tenant, sessionId, token, ttlMs);
+    // A user's cancelTurn ends the turn here, as forkline's own agent's ends (the runner hears of it by the LEASE_LOST).
+    if (lease.cancelRequested) {
+      const ended = await this.endOpenTurn(scope, sessionId, token, eventCount, (open) => cancelClosers(open));
+      if (ended)
+        throw new ForklineError('LEASE_LOST', `session ${sessionId}: its turn was cancelled (cancelTurn); it ended cancelled and the lease went back`, {
+          sessionId,
+        });
+      return lease;
+    }
     const limitMs = this.deps.maxStepMs ?? DEFAULT_RUNNER_MAX_STEP_MS;
     if (status !== 'RUNNING' || limitMs <= 0) return lease;
-    const { log } = this.deps.store;
     // The step's time: since the turn last moved on to a step (or a person decided on one of its calls: the wait is not the runner's).
-    const [moved] = await log.ofTypes(sessionId, STEP_CLOCK, { fromSeq: 0, toSeq: eventCount - 1, limit: 1, descending: true, withoutTexts: true });
+    const [moved] = await this.deps.store.log.ofTypes(sessionId, STEP_CLOCK, {
+      fromSeq: 0,
+      toSeq: eventCount - 1,
+      limit: 1,
+      descending: true,
+      withoutTexts: true,
+    });
     if (!moved || (this.deps.clock ?? systemClock).now() - moved.createdAt.getTime() <= limitMs) return lease;
-    const { openTurn } = await log.openTurnFolded(sessionId, eventCount - 1);
-    const open = openTurn?.openTail();
-    if (!openTurn || !open) return lease;
     const message = `${timeLimitMessage('step', limitMs)} (FORKLINE_RUNNER_MAX_STEP_MS)`;
+    if (await this.endOpenTurn(scope, sessionId, token, eventCount, (open, lastStep) => timeLimitClosers(open, lastStep, message))) {
+      throw new ForklineError('LEASE_LOST', `session ${sessionId}: ${message}; its turn ended failed and the lease went back`, { sessionId });
+    }
+    return lease;
+  }
+
+  /**
+   * Ends the turn the runner holds open with `closers` (written under its lease, only if the log is still `eventCount`
+   * long) and gives the lease back; false when there was no open turn, or the runner wrote meanwhile (the next renewal
+   * looks again).
+   */
+  private async endOpenTurn(
+    scope: Scope,
+    sessionId: string,
+    token: number,
+    eventCount: number,
+    closers: (open: OpenTail, lastStep: number) => NewEvent[],
+  ): Promise<boolean> {
+    const { openTurn } = await this.deps.store.log.openTurnFolded(sessionId, eventCount - 1);
+    const open = openTurn?.openTail();
+    if (!openTurn || !open) return false;
     try {
-      await this.write(scope, sessionId, timeLimitClosers(open, openTurn.lastStep, message), token, eventCount);
+      await this.write(scope, sessionId, closers(open, openTurn.lastStep), token, eventCount);
     } catch (err) {
-      // The runner wrote meanwhile (its step may have ended): the next renewal looks again.
-      if (err instanceof ForklineError && err.code === 'SESSION_BUSY') return lease;
+      if (err instanceof ForklineError && err.code === 'SESSION_BUSY') return false;
       throw err;
     }
     await this.release(scope, sessionId, token);
-    throw new ForklineError('LEASE_LOST', `session ${sessionId}: ${message}; its turn ended failed and the lease went back`, { sessionId });
+    return true;
   }
 
   /** Gives the lease back; runnableSessions subscribers see the session again when work remains. */

@@ -422,10 +422,12 @@ export interface RunnerLease {
   sessionId: string;
   token: number;
   expiresAt: Date;
+  /** A renewal's: the session's running turn was asked to stop (cancelTurn; LeaseStore.requestCancel). */
+  cancelRequested?: boolean;
 }
 
 /** A renewed lease, with the session's status and length then (what RunnerProtocol.renew's step limit reads). */
-type RenewedLease = { token: number; expiresAt: Date } & Pick<SessionRow, 'status' | 'eventCount'>;
+type RenewedLease = { token: number; expiresAt: Date; cancelRequested: boolean } & Pick<SessionRow, 'status' | 'eventCount'>;
 
 /** A session row as the lease checks read it; `ended`: an external lease that ran out (EXTERNAL_LEASE_ENDED). */
 export type LeaseRow = Pick<SessionRow, 'eventCount' | 'leaseToken' | 'leaseOwner' | 'leaseExpiresAt' | 'runner'> & { ended: boolean };
@@ -559,7 +561,8 @@ export class RunnerLeases {
       `UPDATE "Session" SET "leaseExpiresAt" = now() + $4 * interval '1 millisecond'
         WHERE id = $1 AND "treeId" = $5 AND tenant = $2 AND "leaseToken" = $3 AND starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}')
           AND NOT ${EXTERNAL_LEASE_ENDED}
-        RETURNING "leaseToken" AS token, "leaseExpiresAt" AS "expiresAt", status, "eventCount"`,
+        RETURNING "leaseToken" AS token, "leaseExpiresAt" AS "expiresAt", status, "eventCount",
+          status = 'RUNNING' AND "cancelTurn" IS NOT DISTINCT FROM "turnCount" AS "cancelRequested"`,
       [sessionId, tenant, token, ttlMs, await this.trees.require(sessionId)],
     );
     if (rows[0]) return { sessionId, ...rows[0] };

@@ -106,6 +106,7 @@ export const SESSION_COLUMNS = [
   'runner',
   'modelProvider',
   'modelName',
+  'cancelTurn',
 ] as const satisfies readonly (keyof SessionRow)[];
 // A column Prisma's Session has and the list lacks fails type-checking here.
 const everyColumnListed: Exclude<keyof SessionRow, (typeof SESSION_COLUMNS)[number]> extends never ? true : never = true;

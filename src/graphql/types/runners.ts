@@ -26,6 +26,11 @@ const LeaseRef = builder.objectRef<RunnerLease>('Lease').implement({
     sessionId: t.exposeID('sessionId'),
     token: t.exposeInt('token', { description: 'The fencing token (leaseToken in appendEvents, renewLease, releaseSession, publishTurnUpdate).' }),
     expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+    cancelRequested: t.boolean({
+      description:
+        'renewLease: the session\'s running turn was asked to stop (cancelTurn) since it started: end it `cancelled` (docs/runners.md "Cancelling"). False on a claim.',
+      resolve: (l) => l.cancelRequested ?? false,
+    }),
   }),
 });
 
