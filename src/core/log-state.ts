@@ -19,6 +19,45 @@ export interface PendingInput {
   responseFormat?: ResponseFormat;
 }
 
+/**
+ * Inputs a session may have waiting in its inbox at once (docs/contract.md#append-rules, rule `inbox`), from
+ * every door that queues one (sendMessage, a fork's message, a recording). Whatever reads them holds them all: the
+ * agent taking its next input, Session.pendingInputs, /chat, the store's tail state; a recording's validator holds
+ * each one's id while it reads (core/recording.ts). 10,000 ids are a few MB. One bound for live sessions and
+ * recordings: a session's export imports elsewhere.
+ */
+export const MAX_PENDING_INPUTS = 10_000;
+/**
+ * The UTF-8 bytes of the texts and response schemas of the inputs a session has waiting at once (inputBytes): the
+ * process that runs the session holds them all, so without a bound one token's messages could make it hold gigabytes.
+ */
+export const MAX_PENDING_INPUT_BYTES = 64 * 1024 * 1024;
+
+/** What a waiting input weighs against MAX_PENDING_INPUT_BYTES: its text and its response schema, in UTF-8 bytes. */
+export const inputBytes = (d: { text: string; responseFormat?: ResponseFormat }): number =>
+  Buffer.byteLength(d.text) + (d.responseFormat ? Buffer.byteLength(JSON.stringify(d.responseFormat)) : 0);
+
+/**
+ * The `inbox` rule's bounds for one more input of `bytes` (inputBytes) where `waiting` inputs weighing
+ * `waitingBytes` wait, or undefined: the reducer's check, and the store's answer when the statement that
+ * queues a message found the session's inbox full.
+ */
+export function inboxBound(waiting: number, waitingBytes: number, bytes: number): Violation | undefined {
+  const bound = { limit: MAX_PENDING_INPUTS, byteLimit: MAX_PENDING_INPUT_BYTES, pendingInputs: waiting, pendingInputBytes: waitingBytes };
+  if (waiting >= MAX_PENDING_INPUTS)
+    return { rule: 'inbox', detail: `more than ${MAX_PENDING_INPUTS} inputs waiting at once (${waiting} wait, the most a session may have)`, bound };
+  if (waitingBytes + bytes > MAX_PENDING_INPUT_BYTES)
+    return {
+      rule: 'inbox',
+      detail: `the inputs waiting at once hold more than ${MAX_PENDING_INPUT_BYTES} bytes of text with this one of ${bytes} (${waiting} wait, holding ${waitingBytes})`,
+      bound,
+    };
+  return undefined;
+}
+
+/** A waiting input as the state keeps it: with its weight (its text may be left out: LogState.inputTexts). */
+type Waiting = PendingInput & { bytes?: number };
+
 /** The pending input an inbox/add queues. */
 export const pendingInputOf = (d: EventData<'inbox/add'>, seq: number): PendingInput => ({
   inputId: d.inputId,
@@ -74,6 +113,8 @@ export interface OpenTail {
 export interface Violation {
   rule: string;
   detail: string;
+  /** The bound it passed and where the log stands, for a bound's rule (the error's details). */
+  bound?: Record<string, number>;
 }
 
 /** Causes a synthetic closer may carry: repair's (a crash; an agent that failed), or a fork's in its V4 spelling. */
@@ -132,7 +173,10 @@ export class LogState {
    * queued input's text: gigabytes from one upload of inputs never taken.
    */
   inputTexts = true;
-  private inbox = new Map<string, PendingInput>();
+  /** The inputs waiting, by id: each with its weight (inputBytes), whose sum is pendingInputBytes. */
+  private inbox = new Map<string, Waiting>();
+  /** What the waiting inputs weigh (inputBytes), kept as they come and go: the `inbox` rule's byte bound. */
+  pendingInputBytes = 0;
 
   /** The whole state as plain JSON (the agent's fold checkpoint: agent/session-fold.ts). */
   snapshot(): LogStateSnapshot {
@@ -166,7 +210,7 @@ export class LogState {
     const { openStep, inbox, ...fields } = snap;
     Object.assign(s, fields);
     if (openStep) s.openStep = { step: openStep.step, calls: openStep.calls, answered: new Set(openStep.answered), answers: openStep.answers ?? 0 };
-    s.inbox = new Map(inbox.map((p) => [p.inputId, p]));
+    s.setInbox(inbox);
     return s;
   }
 
@@ -181,18 +225,37 @@ export class LogState {
     s.nextSeq = at.nextSeq;
     s.turnCount = at.turnCount;
     s.lastTurn = Math.max(s.lastTurn, at.lastTurn);
-    s.inbox = new Map(at.pending.map((p) => [p.inputId, p]));
+    s.setInbox(at.pending);
     return s;
+  }
+
+  /** The waiting inputs, weighed (a snapshot's carry their weight: their texts may have been left out). */
+  private setInbox(pending: Waiting[]): void {
+    this.inbox = new Map();
+    this.pendingInputBytes = 0;
+    for (const p of pending) {
+      const bytes = p.bytes ?? inputBytes(p);
+      this.inbox.set(p.inputId, { ...p, bytes });
+      this.pendingInputBytes += bytes;
+    }
   }
 
   apply(e: LogEvent): this {
     this.nextSeq = e.seq + 1;
     const ev = asCoreEvent(e);
     switch (ev.type) {
-      case 'inbox/add':
-        this.inbox.set(ev.data.inputId, this.inputTexts ? pendingInputOf(ev.data, e.seq) : { inputId: ev.data.inputId, text: '', seq: e.seq });
+      case 'inbox/add': {
+        const bytes = inputBytes(ev.data);
+        // Lenient: an id added twice (a log the rules did not check) counts once, as the inbox holds it once.
+        this.pendingInputBytes += bytes - (this.inbox.get(ev.data.inputId)?.bytes ?? 0);
+        this.inbox.set(
+          ev.data.inputId,
+          this.inputTexts ? { ...pendingInputOf(ev.data, e.seq), bytes } : { inputId: ev.data.inputId, text: '', seq: e.seq, bytes },
+        );
         break;
+      }
       case 'inbox/remove':
+        this.pendingInputBytes -= this.inbox.get(ev.data.inputId)?.bytes ?? 0;
         this.inbox.delete(ev.data.inputId);
         break;
       case 'turn/start':
@@ -291,7 +354,7 @@ export class LogState {
       case 'inbox/add': {
         const d = ev.data;
         if (this.inbox.has(d.inputId)) return fail('inbox', `input ${d.inputId} is already pending`);
-        return undefined;
+        return this.inboxFull(d);
       }
       case 'inbox/remove': {
         const d = ev.data;
@@ -395,6 +458,11 @@ export class LogState {
     return undefined;
   }
 
+  /** The `inbox` rule's bounds (MAX_PENDING_INPUTS, MAX_PENDING_INPUT_BYTES) for one more input, or undefined. */
+  inboxFull(d: { text: string; responseFormat?: ResponseFormat }): Violation | undefined {
+    return inboxBound(this.inbox.size, this.pendingInputBytes, inputBytes(d));
+  }
+
   /** An independent copy (a candidate batch is checked on one, the state kept if it passes). */
   clone(): LogState {
     const c = Object.assign(new LogState(), this);
@@ -408,7 +476,7 @@ export class LogState {
 
   /** Inputs added and not removed, in arrival order. */
   get pendingInputs(): PendingInput[] {
-    return [...this.inbox.values()].sort((a, b) => a.seq - b.seq);
+    return [...this.inbox.values()].sort((a, b) => a.seq - b.seq).map(({ bytes: _, ...p }) => p);
   }
 
   get pendingInputCount(): number {

@@ -27,20 +27,6 @@ export const MAX_STRING_RECORDING_BYTES = 8 * 1024 * 1024;
  * whatever the recording's size.
  */
 export const MAX_RECORDING_LINE_BYTES = 16 * 1024 * 1024;
-/**
- * Inputs a recording may have waiting in its inbox at once. The validator holds
- * each one's id (up to 200 characters) until a turn takes it: without a bound, a
- * recording of tiny inbox/add lines made one import hold a heap entry for every
- * line. 10,000 ids are at most a few MB.
- */
-export const MAX_RECORDING_PENDING_INPUTS = 10_000;
-/**
- * The texts (and response schemas) of the inputs a recording has waiting at
- * once, in UTF-8 bytes. The session's agent holds its waiting inputs once the
- * import is done: without a bound, a recording of inbox/add lines of 16 MiB each
- * made the process that runs the session run out of memory (at every start).
- */
-export const MAX_RECORDING_PENDING_BYTES = 64 * 1024 * 1024;
 
 export const recordingHeaderSchema = z.strictObject({
   format: z.literal(RECORDING_FORMAT),
@@ -106,6 +92,8 @@ export interface RecordingSummary {
   model?: { provider: string; model: string };
   /** Inputs added to the inbox and never removed: queued for the session's agent. */
   pendingInputs: number;
+  /** What they weigh (core/log-state.ts inputBytes): the session row keeps it for the inbox's byte bound. */
+  pendingInputBytes: number;
   /** Last `session/title` of the log, if any. */
   lastTitle?: string;
   /** From the session's own marker, when the recording is of a fork. */
@@ -173,9 +161,6 @@ export class RecordingValidator {
   #named = new Set<string>();
   #carried = new Set<string>();
   #lastTurnFailed = false;
-  /** The bytes each waiting input holds (its text and schema), and their sum: MAX_RECORDING_PENDING_BYTES. */
-  #pendingBytes = new Map<string, number>();
-  #pendingTotal = 0;
   /** The file content of the last line pushed, when it was one (undefined after an event line). */
   blob?: RecordingBlob;
 
@@ -235,7 +220,6 @@ export class RecordingValidator {
     this.#checkMarker(event);
     const broken = this.#state.violation(event);
     if (broken) throw this.#fail(broken.rule, broken.detail);
-    this.#checkPending(event);
     this.#state.apply(event);
     this.#trackSeed(event);
     if (event.type === FILES_CHANGE) for (const c of (data as FilesChangeData).changes) if (c.hash) this.#named.add(c.hash);
@@ -269,32 +253,11 @@ export class RecordingValidator {
       lastTurnFailed: this.#lastTurnFailed,
       ...(state.model ? { model: { provider: state.model.provider, model: state.model.model } } : {}),
       pendingInputs: state.pendingInputCount,
+      pendingInputBytes: state.pendingInputBytes,
       ...(state.title !== undefined ? { lastTitle: state.title } : {}),
       ...(this.#fork ? { fork: { ...this.#fork } } : {}),
       ...(this.#blobs ? { fileBlobs: this.#blobs } : {}),
     };
-  }
-
-  /** The inbox's bounds (MAX_RECORDING_PENDING_INPUTS, MAX_RECORDING_PENDING_BYTES), for an event the rules took. */
-  #checkPending(event: RecordingEvent): void {
-    const removed = dataOf(event, 'inbox/remove');
-    if (removed) {
-      this.#pendingTotal -= this.#pendingBytes.get(removed.inputId) ?? 0;
-      this.#pendingBytes.delete(removed.inputId);
-      return;
-    }
-    const added = dataOf(event, 'inbox/add');
-    if (!added) return;
-    if (this.#pendingBytes.size >= MAX_RECORDING_PENDING_INPUTS)
-      throw this.#fail(
-        'inbox',
-        `more than ${MAX_RECORDING_PENDING_INPUTS} inputs waiting at once (a recording may queue at most ${MAX_RECORDING_PENDING_INPUTS})`,
-      );
-    const bytes = Buffer.byteLength(added.text) + (added.responseFormat ? Buffer.byteLength(JSON.stringify(added.responseFormat)) : 0);
-    if (this.#pendingTotal + bytes > MAX_RECORDING_PENDING_BYTES)
-      throw this.#fail('inbox', `the inputs waiting at once hold more than ${MAX_RECORDING_PENDING_BYTES} bytes of text (a recording may queue at most that)`);
-    this.#pendingBytes.set(added.inputId, bytes);
-    this.#pendingTotal += bytes;
   }
 
   #withDeclaredEffects(type: string, data: unknown, seq: number): unknown {

@@ -5,10 +5,10 @@
 // retried when another writer got in first. The statement also carries the
 // lease's part of an append (leases.ts `leaseOnAppend`).
 import type pg from 'pg';
-import { decodeEvent, type NewEvent, type ResponseFormat } from '../core/events.ts';
+import { decodeEvent, type EventData, type NewEvent, type ResponseFormat } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
-import type { LogState } from '../core/log-state.ts';
+import { inboxBound, inputBytes, MAX_PENDING_INPUT_BYTES, MAX_PENDING_INPUTS, type LogState } from '../core/log-state.ts';
 import { eventId, newInputId } from './ids.ts';
 import type { SessionLog, StoredEvent } from './session-log.ts';
 import { EXTERNAL_LEASE_ENDED, leaseOnAppend, leaseTakenByAppend, type AppendLeaseRow, type Lease, type LeaseClaim } from './leases.ts';
@@ -44,6 +44,7 @@ function rowChanges(before: LogState, after: LogState, events: readonly NewEvent
   return {
     turnStarts: after.turnCount - before.turnCount,
     pendingDelta: after.pendingInputCount - before.pendingInputCount,
+    pendingBytesDelta: after.pendingInputBytes - before.pendingInputBytes,
     status: statusMoved ? (after.openTurn === undefined ? 'IDLE' : waiting ? 'WAITING' : 'RUNNING') : null,
     title: after.title !== before.title ? after.title : undefined,
     lastTurnFailed: lastTurnFailedIn(events),
@@ -70,7 +71,7 @@ export function lastModelIn(events: readonly NewEvent[]): SessionModel | null {
 }
 
 /** Parameters of one session's append (loneAppend). */
-export const APPEND_PARAMS = 18;
+export const APPEND_PARAMS = 19;
 
 /**
  * One session's append (see SessionAppends.append) in one statement: an
@@ -78,7 +79,8 @@ export const APPEND_PARAMS = 18;
  * it stored ($1: the session, $2: the number of events, $8: the events;
  * $16: whether the batch's last turn/end failed, null: none ended;
  * $17, $18: the provider and model its last session/model sets, null: none;
- * $15: the session's tree, which every statement on its rows names). Several
+ * $15: the session's tree, which every statement on its rows names; $9, $19:
+ * the change in waiting inputs and in what they weigh). Several
  * sessions' appends go out together as appendBatch (append-batcher.ts). The
  * lease's part ($10: a runner's fencing token, $12: give it back when idle,
  * $13: its ttl, $14: a message's claimer) is leases.ts `leaseOnAppend`. With
@@ -119,8 +121,14 @@ function loneAppend(notify: boolean, byTree: boolean): string {
 /**
  * What an append changes in its session row, in the terms of `$` (an
  * expression for each of loneAppend's parameters): its SET clauses, its WHERE
- * (the row, the expected length, the lease's fence, the tenant) and what it
- * returns (`base`, `pending`, the tree and the lease's columns).
+ * (the row, the expected length, the lease's fence, the tenant, the inbox's
+ * bounds) and what it returns (`base`, `pending`, the tree and the lease's
+ * columns). The inbox's bounds (rule `inbox`, core/log-state.ts) are checked
+ * here, on the row the statement locks, because a message (queueInput) is not
+ * conditional on the log's length: a check before the statement would let
+ * concurrent messages pass it together. A batch that takes inputs out (or
+ * adds none) always passes. "pendingInputBytes" never goes below 0 and is 0
+ * with an empty inbox (inputs that waited before it was kept count 0).
  */
 function sessionRowUpdate($: (n: number) => string, byTree: boolean) {
   const lease = leaseOnAppend({
@@ -137,6 +145,7 @@ function sessionRowUpdate($: (n: number) => string, byTree: boolean) {
     set: `"eventCount" = "eventCount" + ${$(2)},
                 "turnCount" = "turnCount" + ${$(3)},
                 "pendingInputCount" = "pendingInputCount" + ${$(9)},
+                "pendingInputBytes" = CASE WHEN "pendingInputCount" + ${$(9)} = 0 THEN 0 ELSE GREATEST(0, "pendingInputBytes" + ${$(19)}) END,
                 status = COALESCE(${$(4)}::"SessionStatus", status),
                 title = CASE WHEN ${$(5)}::boolean THEN ${$(6)} ELSE title END,
                 "lastTurnFailed" = COALESCE(${$(16)}::boolean, "lastTurnFailed"),
@@ -146,7 +155,9 @@ function sessionRowUpdate($: (n: number) => string, byTree: boolean) {
                 ${lease.set}`,
     where: `id = ${$(1)} AND ${byTree ? `"treeId" = ${$(15)}` : `(${$(15)}::text IS NULL OR "treeId" = ${$(15)}::text)`}
             AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND ${lease.fence}
-            AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)`,
+            AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)
+            AND (${$(9)} <= 0 OR "pendingInputCount" + ${$(9)} <= ${MAX_PENDING_INPUTS})
+            AND (${$(19)} <= 0 OR "pendingInputBytes" + ${$(19)} <= ${MAX_PENDING_INPUT_BYTES})`,
     // The tenant goes into each event row (search walks a tenant's rows: store/session-search.ts).
     returning: `"eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", tenant, ${lease.returning}`,
   };
@@ -172,6 +183,7 @@ const APPEND_PARAM_TYPES = [
   'boolean',
   'text',
   'text',
+  'int',
 ];
 
 /**
@@ -244,6 +256,7 @@ export function checkedAppend(sessionId: string, state: LogState, events: NewEve
       throw badInput(`event ${event.seq} (${e.type}) of session ${sessionId} breaks the log's rules: ${broken.rule}: ${broken.detail}`, {
         rule: broken.rule,
         seq: event.seq,
+        ...broken.bound,
       });
     }
     return after.apply(event).pendingInputCount - state.pendingInputCount;
@@ -324,10 +337,12 @@ export class SessionAppends {
 
   /**
    * Queues a message (sendMessage): an inbox/add under an input id made here.
-   * The one rule an inbox/add can break is an input id already pending, which
-   * a new id cannot be, so nothing needs checking and no tail state is read:
-   * one statement, not conditional on the log's length (the session's row lock
+   * The rules an inbox/add can break are an input id already pending, which
+   * a new id cannot be, and the inbox's bounds, which the statement checks on
+   * the row it locks (sessionRowUpdate), so no tail state is read: one
+   * statement, not conditional on the log's length (the session's row lock
    * orders it among other writers, whose own appends then find the log moved).
+   * Refused (BAD_USER_INPUT, rule `inbox`): nothing is written.
    * Most messages reach a process that holds no tail state of their session
    * (another process ran its last turn), and loading one was a round trip.
    * With `claimFor`, the same statement takes the session's lease when nobody
@@ -339,13 +354,28 @@ export class SessionAppends {
     opts: { scope?: Scope; client?: pg.PoolClient; claimFor?: LeaseClaim; responseFormat?: ResponseFormat } = {},
   ): Promise<{ event: StoredEvent; lease?: Lease }> {
     const { responseFormat } = opts;
-    const event = { type: 'inbox/add', data: decodeEvent('inbox/add', { inputId: newInputId(), text, ...(responseFormat ? { responseFormat } : {}) }) };
+    const data = decodeEvent('inbox/add', { inputId: newInputId(), text, ...(responseFormat ? { responseFormat } : {}) }) as EventData<'inbox/add'>;
+    const event = { type: 'inbox/add', data };
     const queue = async () => {
-      const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined, lastTurnFailed: null, model: null }, pendingDeltas: [1] };
-      const { events, lease } = await this.runAppend(sessionId, [event], rows, { ...opts, expectedEventCount: null }, false);
-      // A state this process keeps of the session moves with it when it was current; otherwise it goes.
+      const changes = {
+        turnStarts: 0,
+        pendingDelta: 1,
+        pendingBytesDelta: inputBytes(data),
+        status: null,
+        title: undefined,
+        lastTurnFailed: null,
+        model: null,
+      };
+      const append = () => this.runAppend(sessionId, [event], { changes, pendingDeltas: [1] }, { ...opts, expectedEventCount: null }, false);
+      // Refused for a full inbox that had room again when runAppend looked why (an input taken in between): sent again.
+      const { events, lease } = await append().catch((err: unknown) => {
+        if (err instanceof ForklineError && err.code === 'SESSION_BUSY' && !err.details?.leaseLost) return append();
+        throw err;
+      });
+      // A state this process keeps of the session moves with it when it was current; otherwise it goes. Applied, not
+      // checked: the input is stored (the statement checked the inbox's bounds), nothing may throw now.
       const known = opts.client ? undefined : this.tails.cached(sessionId);
-      if (known && known.nextSeq === events[0].seq) this.tails.remember(sessionId, checkedAppend(sessionId, known, [event]).after);
+      if (known && known.nextSeq === events[0].seq) this.tails.remember(sessionId, known.clone().apply({ ...event, seq: events[0].seq }));
       else this.tails.forget([sessionId]);
       return { event: events[0], lease };
     };
@@ -446,7 +476,7 @@ export class SessionAppends {
     opts: { expectedEventCount: number | null; client?: pg.PoolClient; lease?: Lease; scope?: Scope; claimFor?: LeaseClaim },
     release: boolean,
   ): Promise<{ events: StoredEvent[]; released: boolean; lease?: Lease }> {
-    const { turnStarts, status, title, pendingDelta, lastTurnFailed, model } = rows.changes;
+    const { turnStarts, status, title, pendingDelta, pendingBytesDelta, lastTurnFailed, model } = rows.changes;
     const n = decoded.length;
     const db = opts.client ?? this.pool;
     const treeId = this.byTree ? await this.log.treeOf(sessionId, db) : (this.log.knownTree(sessionId) ?? null);
@@ -469,13 +499,21 @@ export class SessionAppends {
       lastTurnFailed,
       model?.provider ?? null,
       model?.model ?? null,
+      pendingBytesDelta,
     ];
     type Out = AppendLeaseRow & { k: number; base: number; createdAt: Date; notified: unknown };
     const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);
     const out = appended.rows as Out[];
     if (out.length === 0) {
-      const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number; leaseOwner: string | null; ended: boolean }>(
-        `SELECT "eventCount", "leaseToken", "leaseOwner", COALESCE(${EXTERNAL_LEASE_ENDED}, false) AS ended FROM "Session"
+      const exists = await (opts.client ?? this.pool).query<{
+        eventCount: number;
+        leaseToken: number;
+        leaseOwner: string | null;
+        ended: boolean;
+        pendingInputCount: number;
+        pendingInputBytes: number;
+      }>(
+        `SELECT "eventCount", "leaseToken", "leaseOwner", COALESCE(${EXTERNAL_LEASE_ENDED}, false) AS ended, "pendingInputCount", "pendingInputBytes" FROM "Session"
           WHERE id = $1 AND ($3::text IS NULL OR "treeId" = $3::text) AND ($2::text IS NULL OR tenant = $2::text)`,
         [sessionId, opts.scope?.tenant ?? null, treeId],
       );
@@ -486,6 +524,14 @@ export class SessionAppends {
           leaseLost: true,
         });
       }
+      // The inbox's bounds (sessionRowUpdate): inputs the batch adds would pass one. A batch checked against the
+      // log's end was refused by the reducer first; this is a message's (queueInput) answer.
+      const full =
+        (pendingDelta > 0 && found.pendingInputCount + pendingDelta > MAX_PENDING_INPUTS) ||
+        (pendingBytesDelta > 0 && found.pendingInputBytes + pendingBytesDelta > MAX_PENDING_INPUT_BYTES)
+          ? inboxBound(found.pendingInputCount + pendingDelta - 1, found.pendingInputBytes, pendingBytesDelta)
+          : undefined;
+      if (full) throw badInput(`session ${sessionId} takes no more input now: ${full.rule}: ${full.detail}`, { rule: full.rule, ...full.bound });
       throw new ForklineError(
         'SESSION_BUSY',
         `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`,

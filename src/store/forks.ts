@@ -278,8 +278,8 @@ export class Forks {
     } = await client.query<SessionRow>(
       `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
                               "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges", runner, "lastTurnFailed",
-                              "modelProvider", "modelName")
-       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $17)
+                              "modelProvider", "modelName", "pendingInputBytes")
+       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $17, $18)
        RETURNING ${SESSION_COLUMNS_SQL}`,
       [
         childId,
@@ -301,6 +301,7 @@ export class Forks {
         lastTurnFailedIn(own) ?? (cutSeq === parent.eventCount - 1 && parent.lastTurnFailed),
         model?.provider ?? null,
         model?.model ?? null,
+        after.pendingInputBytes,
       ],
     );
     const { rows: written } = await client.query<StoredEvent>(

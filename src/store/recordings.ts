@@ -181,7 +181,8 @@ function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
   return client.query(
     `UPDATE "Session" SET title = $2, status = $3, "eventCount" = $4, "turnCount" = $5, "pendingInputCount" = $6,
                           "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9, runner = $10,
-                          "lastTurnFailed" = $11, "modelProvider" = $12, "modelName" = $13, "updatedAt" = clock_timestamp()
+                          "lastTurnFailed" = $11, "modelProvider" = $12, "modelName" = $13, "pendingInputBytes" = $14,
+                          "updatedAt" = clock_timestamp()
       WHERE id = $1 AND "treeId" = $1`,
     [
       id,
@@ -197,6 +198,7 @@ function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
       s.lastTurnFailed,
       s.model?.provider ?? null,
       s.model?.model ?? null,
+      s.pendingInputBytes,
     ],
   );
 }

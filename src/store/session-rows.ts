@@ -93,6 +93,7 @@ export const SESSION_COLUMNS = [
   'turnCount',
   'lastTurnFailed',
   'pendingInputCount',
+  'pendingInputBytes',
   'parentId',
   'forkedAtSeq',
   'inheritedEventCount',

@@ -2,9 +2,9 @@ import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ForklineError } from '../../src/core/errors.ts';
 import { decodeEvent } from '../../src/core/events.ts';
+import { MAX_PENDING_INPUTS } from '../../src/core/log-state.ts';
 import {
   MAX_RECORDING_BYTES,
-  MAX_RECORDING_PENDING_INPUTS,
   RecordingValidator,
   exportLines,
   recordingHeader,
@@ -152,17 +152,17 @@ describe("a recording's waiting inputs", () => {
   const header = JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_x' } });
   const add = (seq: number, inputId = `in_${seq}`) => JSON.stringify({ seq, type: 'inbox/add', data: { inputId, text: 'go' } });
 
-  it('are at most MAX_RECORDING_PENDING_INPUTS at once: one more is refused naming its line; one taken makes room', async () => {
-    const adds = Array.from({ length: MAX_RECORDING_PENDING_INPUTS }, (_, seq) => add(seq));
-    expect((await validate([header, ...adds].join('\n'))).summary.pendingInputs).toBe(MAX_RECORDING_PENDING_INPUTS);
-    const err = await validate([header, ...adds, add(MAX_RECORDING_PENDING_INPUTS)].join('\n')).then(
+  it('are at most MAX_PENDING_INPUTS at once: one more is refused naming its line; one taken makes room', async () => {
+    const adds = Array.from({ length: MAX_PENDING_INPUTS }, (_, seq) => add(seq));
+    expect((await validate([header, ...adds].join('\n'))).summary.pendingInputs).toBe(MAX_PENDING_INPUTS);
+    const err = await validate([header, ...adds, add(MAX_PENDING_INPUTS)].join('\n')).then(
       () => undefined,
       (e: unknown) => e as ForklineError,
     );
-    expect(err?.details).toEqual({ line: MAX_RECORDING_PENDING_INPUTS + 2, rule: 'inbox' });
-    const cancel = JSON.stringify({ seq: MAX_RECORDING_PENDING_INPUTS, type: 'inbox/remove', data: { inputId: 'in_0', reason: 'cancelled' } });
-    const { summary } = await validate([header, ...adds, cancel, add(MAX_RECORDING_PENDING_INPUTS + 1)].join('\n'));
-    expect(summary.pendingInputs).toBe(MAX_RECORDING_PENDING_INPUTS);
+    expect(err?.details).toEqual({ line: MAX_PENDING_INPUTS + 2, rule: 'inbox' });
+    const cancel = JSON.stringify({ seq: MAX_PENDING_INPUTS, type: 'inbox/remove', data: { inputId: 'in_0', reason: 'cancelled' } });
+    const { summary } = await validate([header, ...adds, cancel, add(MAX_PENDING_INPUTS + 1)].join('\n'));
+    expect(summary.pendingInputs).toBe(MAX_PENDING_INPUTS);
   });
 });
 

@@ -8,7 +8,7 @@
 // waiting inputs afterwards. The session is a runner pool's, so this process's
 // agent leaves its inbox alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_RECORDING_PENDING_BYTES } from '../../src/core/recording.ts';
+import { MAX_PENDING_INPUT_BYTES } from '../../src/core/log-state.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 
@@ -54,7 +54,7 @@ const upload = (body: ReadableStream<Uint8Array>) =>
 describe('a recording of inputs never taken, into a service with a capped heap', () => {
   it('imports with their texts not held, and one queuing more than the bound is refused naming its line', async () => {
     // 63 MiB of waiting texts, just under the bound: the heap cap is 96 MB.
-    const count = Math.floor(MAX_RECORDING_PENDING_BYTES / MiB) - 1;
+    const count = Math.floor(MAX_PENDING_INPUT_BYTES / MiB) - 1;
     const res = await upload(waitingInputs(count, MiB));
     const body = (await res.json()) as { session?: { id: string; eventCount: number } };
     expect(res.status).toBe(201);
