@@ -6,22 +6,40 @@
 //   runner may already be claiming; the next claim repairs what it left open;
 // - a runner that renews its lease forever but never ends its step holds the
 //   session no longer than FORKLINE_RUNNER_MAX_STEP_MS: the step is ended as
-//   forkline's own agent ends a turn past its limit, and the session is free.
+//   forkline's own agent ends a turn past its limit, and the session is free;
+// - a user's cancelTurn on a turn a runner holds ends it at the runner's next
+//   renewal, as forkline's own agent ends a cancelled turn.
 // (Two runner processes paused with SIGSTOP: tests/client/runner-lease-edges.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 
 const CREATE = `mutation($input: CreateSessionInput!) { createSession(input: $input) { id } }`;
 const SEND = `mutation($id: ID!, $text: String!) { sendMessage(input: {sessionId: $id, text: $text}) { inputId } }`;
-const CLAIM = `mutation($input: ClaimSessionInput!) { claimSession(input: $input) { session { id eventCount } lease { token expiresAt } } }`;
+const CLAIM = `mutation($input: ClaimSessionInput!) { claimSession(input: $input) { session { id eventCount } lease { token expiresAt cancelRequested } } }`;
 const APPEND = `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`;
-const RENEW = `mutation($input: LeaseInput!) { renewLease(input: $input) { expiresAt } }`;
+const RENEW = `mutation($input: LeaseInput!) { renewLease(input: $input) { expiresAt cancelRequested } }`;
+const CANCEL = `mutation($id: ID!) { cancelTurn(sessionId: $id) { status } }`;
 const DECLARE = `mutation($input: DeclareRunnerToolsInput!) { declareRunnerTools(input: $input) { eventCount } }`;
 const DELTA = `mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }`;
 const SESSION = `query($id: ID!) { session(id: $id) { status runnerHolder eventCount pendingInputs { inputId } } }`;
 
 const codeOf = (r: { errors?: Array<{ extensions?: { code?: string } }> }) => r.errors?.[0]?.extensions?.code;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A turn the service ended under a runner's lease (a limit, a cancel): the session is free with its one input waiting,
+ * the runner's late result for call c1 is refused, and the next claim opens turn 2 for the input; its lease.
+ */
+async function freedForTheNextClaim(app: TestApp, id: string, token: number): Promise<{ token: number; cancelRequested: boolean }> {
+  const s = (await app.ok(SESSION, { id })).session;
+  expect(s).toMatchObject({ status: 'IDLE', runnerHolder: null });
+  expect(s.pendingInputs).toHaveLength(1);
+  const late = { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r1', status: 'ok', content: 'done', name: 'hangs' } };
+  expect(codeOf(await app.gql(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: s.eventCount, events: [late] } }))).toBe('LEASE_LOST');
+  const next = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'fresh', startTurn: true } })).claimSession;
+  expect(next.session.eventCount).toBe(s.eventCount + 3);
+  return next.lease;
+}
 
 describe('a lease that ran out, before anyone claimed the session', () => {
   let app: TestApp;
@@ -121,16 +139,8 @@ describe('a step held open past FORKLINE_RUNNER_MAX_STEP_MS', () => {
       },
       { type: 'turn/end', data: { turn: 1, reason: 'failed' } },
     ]);
-    const s = (await app.ok(SESSION, { id })).session;
-    expect(s).toMatchObject({ status: 'IDLE', runnerHolder: null });
-    expect(s.pendingInputs).toHaveLength(1);
     // The stuck runner's late result is refused; the waiting input goes to the next claim.
-    const late = { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r1', status: 'ok', content: 'done', name: 'hangs' } };
-    expect(codeOf(await app.gql(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: s.eventCount, events: [late] } }))).toBe(
-      'LEASE_LOST',
-    );
-    const next = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'fresh', startTurn: true } })).claimSession;
-    expect(next.session.eventCount).toBe(s.eventCount + 3); // turn 2 opened for the waiting input
+    await freedForTheNextClaim(app, id, lease.token);
   });
 
   it('counts the wait for a decision on a call as no part of the step', async () => {
@@ -149,5 +159,54 @@ describe('a step held open past FORKLINE_RUNNER_MAX_STEP_MS', () => {
     expect(codeOf(await renew(id, taken.lease.token))).toBeUndefined();
     await sleep(LIMIT_MS + 500);
     expect(codeOf(await renew(id, taken.lease.token))).toBe('LEASE_LOST');
+  });
+});
+
+describe("a user's cancelTurn on a turn a runner holds", () => {
+  // Kept on the session's row; the runner's next renewal ends the turn as forkline's own agent ends a cancelled one,
+  // gives the lease back and answers LEASE_LOST (docs/runners.md "Cancelling"). Before, only forkline's own
+  // processes heard of the cancel, and the runner's turn ran on.
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+  const events = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: e.data as any }));
+  const renew = (sessionId: string, leaseToken: number) => app.gql(RENEW, { input: { sessionId, leaseToken, leaseMs: 30_000 } });
+
+  it("ends the turn cancelled at the runner's next renewal, which answers LEASE_LOST; the next turn runs", async () => {
+    const { id } = (await app.ok(CREATE, { input: { runner: 'cancelled' } })).createSession;
+    await app.ok(SEND, { id, text: 'run the tool' });
+    const { session, lease } = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r1', startTurn: true } })).claimSession;
+    expect(lease.cancelRequested).toBe(false);
+    const call = { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'hangs', arguments: '{}' }] } };
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: session.eventCount, events: [call] } });
+    expect((await renew(id, lease.token)).data.renewLease.cancelRequested).toBe(false);
+
+    expect((await app.ok(CANCEL, { id })).cancelTurn.status).toBe('RUNNING');
+    await app.ok(SEND, { id, text: 'next' }); // input waiting behind the cancelled turn
+    const lost = await renew(id, lease.token);
+    expect(codeOf(lost)).toBe('LEASE_LOST');
+    expect(lost.errors![0].message).toMatch(/its turn was cancelled \(cancelTurn\)/);
+    // What forkline's own agent writes for a cancelled turn: the call that never answered is left so.
+    expect((await events(id)).slice(-2)).toEqual([
+      { type: 'step/end', data: { turn: 1, step: 1, reason: 'interrupted' } },
+      { type: 'turn/end', data: { turn: 1, reason: 'cancelled' } },
+    ]);
+    // The next claim's turn is one no earlier cancel names.
+    const next = await freedForTheNextClaim(app, id, lease.token);
+    const renewed = await renew(id, next.token);
+    expect(codeOf(renewed)).toBeUndefined();
+    expect(renewed.data.renewLease.cancelRequested).toBe(false);
+  });
+
+  it('refuses a cancel when no turn runs, and then marks nothing', async () => {
+    const { id } = (await app.ok(CREATE, { input: { runner: 'idle' } })).createSession;
+    expect(codeOf(await app.gql(CANCEL, { id }))).toBe('BAD_USER_INPUT');
+    await app.ok(SEND, { id, text: 'go' });
+    const { lease } = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r1', startTurn: true } })).claimSession;
+    const renewed = await renew(id, lease.token);
+    expect(codeOf(renewed)).toBeUndefined();
+    expect(renewed.data.renewLease.cancelRequested).toBe(false);
   });
 });
