@@ -129,6 +129,37 @@ describe('an authenticated body slower than the minimum rate', () => {
   });
 });
 
+describe('a body sent to a door that reads none (GET, OPTIONS, DELETE)', () => {
+  let sessionId: string;
+  beforeAll(async () => {
+    const res = await fetch(app.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'mutation { createSession(input: { title: "slow" }) { id } }' }),
+    });
+    sessionId = ((await res.json()) as { data: { createSession: { id: string } } }).data.createSession.id;
+  });
+  const request = (method: string, path: string) =>
+    `${method} ${path} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 1000000\r\n\r\n`;
+  it.each([
+    ['GET /sessions/<id>/events (the history page)', () => request('GET', `/sessions/${sessionId}/events`), 200],
+    ['GET /sessions/<id>/events of a session not found', () => request('GET', '/sessions/ses_missing/events'), 404],
+    ['GET /recordings (a download)', () => request('GET', `/recordings?session=${sessionId}`), 200],
+    ['GET /chat/<id>/stream (nothing to resume)', () => request('GET', `/chat/${sessionId}/stream`), 204],
+    ['GET /healthz', () => request('GET', '/healthz'), 200],
+    ['GET /graphql', () => request('GET', '/graphql?query=%7B__typename%7D'), 408],
+    ['OPTIONS /graphql', () => request('OPTIONS', '/graphql'), 408],
+    ['DELETE /graphql', () => request('DELETE', '/graphql'), 408],
+    ['PUT /recordings', () => request('PUT', '/recordings'), 405],
+  ])('%s: answered and closed while the body still dribbles', async (_name, head, status) => {
+    const d = dribble(head());
+    const ms = await Promise.race([d.closed, new Promise<number>((r) => setTimeout(() => r(Infinity), DRIBBLE_MS))]);
+    d.socket.destroy();
+    expect(d.answer()).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    expect(ms).toBeLessThan(CLOSED_WITHIN_MS);
+  });
+});
+
 describe('Expect: 100-continue and then no body', () => {
   it.each(['/agui', '/chat', '/recordings', '/graphql'])('%s: 100 Continue, then 408 and the connection cut within the window', async (door) => {
     const { hostname, port } = new URL(app.url);

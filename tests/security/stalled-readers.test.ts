@@ -128,6 +128,56 @@ describe('a resumed /chat answer whose client never reads', () => {
   }, 120_000);
 });
 
+describe('a subscriber that never reads', () => {
+  it('a GraphQL subscription over SSE replaying a log of megabytes: cut after the stall bound', async () => {
+    const res = nextResponseTo(app, '/graphql');
+    const query = `subscription { sessionEvents(sessionId: "${bigSession}") { seq data } }`;
+    const socket = sendAndNeverRead(app, 'POST', '/graphql', JSON.stringify({ query }));
+    try {
+      expect(await outcome(await res, 30 * STALL_MS + 30_000)).toBe('cut');
+      await waitFor(() => held(app) === 0, { what: 'the stream let go of its place' });
+    } finally {
+      socket.destroy();
+    }
+  }, 120_000);
+
+  it('an event page (GET /sessions/<id>/events) of megabytes: cut after the stall bound', async () => {
+    const path = `/sessions/${bigSession}/events?after=-1&first=500`;
+    const res = nextResponseTo(app, path);
+    const socket = sendAndNeverRead(app, 'GET', path);
+    try {
+      expect(await outcome(await res, 30 * STALL_MS + 30_000)).toBe('cut');
+    } finally {
+      socket.destroy();
+    }
+  }, 120_000);
+
+  it('a graphql-ws subscriber replaying a log of megabytes: closed for silence (4408) and cut after the close grace; its place let go', async () => {
+    // The liveness bounds made short (60 s and 5 minutes by default, docs/api.md): what is held, and for how long, is bounded.
+    let unresponsive = 0;
+    const live = await startTestApp({
+      security: { apiTokens: new Map([[TOKEN, TENANT]]), rateLimit: false },
+      wsLiveness: { pingMs: 100, deadAfterMs: STALL_MS, closeGraceMs: STALL_MS, onUnresponsive: () => unresponsive++ },
+    });
+    const id = (await live.services.store.createSession({ tenant: TENANT }, { title: 'big' })).id;
+    for (let n = 1; n <= BIG_TURNS; n++) await live.services.store.append(id, textTurn(n, BIG_TEXT, BIG_TEXT));
+    const ws = new WebSocket(live.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    ws.on('error', () => {});
+    try {
+      await new Promise<void>((resolve) => ws.once('open', () => resolve()));
+      ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${TOKEN}` } }));
+      await new Promise<void>((resolve) => ws.once('message', () => resolve()));
+      ws.pause();
+      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `subscription { sessionEvents(sessionId: "${id}") { seq data } }` } }));
+      await waitFor(() => held(live) === 1, { what: 'the socket held' });
+      await waitFor(() => unresponsive === 1 && held(live) === 0, { timeoutMs: 60_000, what: 'the silent socket closed and cut' });
+    } finally {
+      ws.terminate();
+      await live.close();
+    }
+  }, 180_000);
+});
+
 describe('shutdown', () => {
   it('is not held by a download, a WebSocket or an SSE stream whose clients stopped reading (no stall bound configured)', async () => {
     const other = await startTestApp({ security: { apiTokens: new Map([[TOKEN, TENANT]]), rateLimit: false, timeouts: { responseStallMs: 0 } } });
