@@ -16,9 +16,14 @@ import { appendEvents, claimedRunnerSession, runnerFileBatch, sha256 } from './h
 
 let app: TestApp;
 let base: string;
+/** Where nothing may be written or deleted: a symlink made in a workspace points here. */
+let outside: string;
 beforeAll(async () => {
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-paths-'));
-  app = await startTestApp({ workspacesDir: path.join(base, 'ws') });
+  outside = path.join(base, 'outside');
+  fs.mkdirSync(outside);
+  fs.writeFileSync(path.join(outside, 'keep.txt'), 'outside');
+  app = await startTestApp({ workspacesDir: path.join(base, 'ws'), shell: 'on' });
 });
 afterAll(async () => {
   await app?.close();
@@ -95,7 +100,42 @@ describe('spellings that leave the workspace, named to the file tools', () => {
     await turns.turn(id, [call('write_file', { path: p, content: 'pwned' }), call('read_file', { path: p }), call('delete_file', { path: p })].join('\n'));
     expect((await turns.results(id)).map(([, status]) => status)).toEqual(['error', 'error', 'error']);
     expect((await turns.tail(id, 1))[0]).toEqual(['turn/end', 'completed']);
-    expect(fs.readdirSync(base)).toEqual(['ws']);
+    expect(fs.readdirSync(base).sort()).toEqual(['outside', 'ws']);
     expect(fs.existsSync('/etc/x')).toBe(false);
+  });
+});
+
+describe("a symlink the agent's shell made in the workspace, pointing outside", () => {
+  it('is never written or deleted through, by the file tools or at a fork; the fork is made without it and writes only inside', async () => {
+    const id = await turns.create();
+    await turns.turn(id, call('shell', { command: `ln -s ${outside} out && ln -s ../../outside up && mkdir d && ln -s ${outside}/keep.txt d/keep.txt` }));
+    expect((await turns.results(id))[0][1]).toBe('ok');
+    const attempts = [
+      call('write_file', { path: 'out/x.txt', content: 'pwned' }),
+      call('write_file', { path: 'up/x.txt', content: 'pwned' }),
+      call('write_file', { path: 'out/keep.txt', content: 'pwned' }),
+      call('edit_file', { path: 'out/keep.txt', oldText: 'outside', newText: 'pwned' }),
+      call('delete_file', { path: 'out/keep.txt' }),
+      call('delete_file', { path: 'up/keep.txt' }),
+    ];
+    await turns.turn(id, attempts.join('\n'));
+    expect((await turns.results(id)).slice(1).map(([name, status]) => [name, status])).toEqual([
+      ['write_file', 'error'],
+      ['write_file', 'error'],
+      ['write_file', 'error'],
+      ['edit_file', 'error'],
+      ['delete_file', 'error'],
+      ['delete_file', 'error'],
+    ]);
+    // Nor where a symlink to a file outside stands in the file's place.
+    await turns.turn(id, call('write_file', { path: 'd/keep.txt', content: 'inside' }));
+    expect((await turns.results(id)).at(-1)).toEqual(['write_file', 'error', '"d/keep.txt" is not a regular file']);
+    // A fork is made from the log (symlinks are not recorded): the same names are plain directories there, inside.
+    const fork = (await app.ok(`mutation($id: ID!) { forkSession(input: { sessionId: $id }) { session { id } } }`, { id })).forkSession.session.id as string;
+    await turns.turn(fork, call('write_file', { path: 'out/x.txt', content: 'in the fork' }));
+    expect((await turns.results(fork)).at(-1)![1]).toBe('ok');
+    expect(await filesOf(fork)).toEqual(['out/x.txt']);
+    expect(fs.readdirSync(outside)).toEqual(['keep.txt']);
+    expect(fs.readFileSync(path.join(outside, 'keep.txt'), 'utf8')).toBe('outside');
   });
 });
