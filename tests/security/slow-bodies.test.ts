@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
 import { longRecordingLines } from '../fixtures/recordings/recordings.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const TOKEN = 'slow-bodies-token-0123456789';
 const WINDOW_MS = 300;
@@ -120,6 +121,40 @@ describe('an authenticated body slower than the minimum rate', () => {
     expect(d.answer()).toMatch(/^HTTP\/1\.1 408 /);
     expect(d.answer()).toContain('REQUEST_TIMEOUT');
     expect(ms).toBeLessThan(CLOSED_WITHIN_MS);
+  });
+
+  it('fifty at once from one token: each answered and cut, a fair request answered meanwhile, and the uploads cut let go of their places (before: held for good)', async () => {
+    const heads = ['/graphql', '/recordings', '/agui', '/chat', '/graphql'].map((door) =>
+      post(door, {
+        authorization: `Bearer ${TOKEN}`,
+        'content-type': door === '/recordings' ? 'application/x-ndjson' : 'application/json',
+        'content-length': '1000000',
+      }),
+    );
+    const many = Array.from({ length: 50 }, (_, i) => dribble(heads[i % heads.length]));
+    const fair = await fetch(app.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ __typename }' }),
+    });
+    expect(await fair.json()).toEqual({ data: { __typename: 'Query' } });
+    const closed = await Promise.all(many.map((d) => Promise.race([d.closed, new Promise<number>((r) => setTimeout(() => r(Infinity), DRIBBLE_MS))])));
+    for (const d of many) d.socket.destroy();
+    expect(closed.filter((ms) => !(ms < CLOSED_WITHIN_MS))).toEqual([]);
+    // 408 once its window passed, or 429 at once past the tenant's uploads at a time (FORKLINE_MAX_UPLOADS_PER_TENANT).
+    expect(many.map((d) => d.answer().slice(0, 12)).filter((status) => status !== 'HTTP/1.1 408' && status !== 'HTTP/1.1 429')).toEqual([]);
+    // The uploads cut let go of the tenant's places: a recording is read again (its lines refused, not its upload).
+    await waitFor(
+      async () =>
+        (
+          await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+            method: 'POST',
+            headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson' },
+            body: 'not a recording\n',
+          })
+        ).status === 400,
+      { timeoutMs: CLOSED_WITHIN_MS, what: 'the cut uploads let go of their places' },
+    );
   });
 
   it('a body at a fair rate is read whole and answered', async () => {
