@@ -46,6 +46,9 @@ export const MAX_SEGMENT_BYTES = 255;
 export function workspacePath(raw: string): { path: string } | { problem: string } {
   if (raw.length > MAX_PATH_LENGTH) return { problem: `a path is at most ${MAX_PATH_LENGTH} characters` };
   if (raw.includes('\0')) return { problem: 'a path cannot contain NUL' };
+  // An unpaired surrogate is written to disk as U+FFFD (node encodes names as UTF-8), so "a\uD800" and "a\uD801"
+  // would be one file under two recorded names, and no change set naming either could be stored (docs/files.md "Paths").
+  if (!raw.isWellFormed()) return { problem: 'a path cannot contain an unpaired surrogate (it is not Unicode text)' };
   if (raw.includes('\\')) return { problem: 'use "/" to separate path segments' };
   if (raw.startsWith('/')) return { problem: `"${raw}" is absolute: paths are relative to the workspace` };
   const segments = raw.split('/').filter((s) => s !== '' && s !== '.');

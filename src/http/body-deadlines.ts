@@ -64,15 +64,21 @@ function enforceDeadline(req: http.IncomingMessage, res: http.ServerResponse, de
   const timer = setTimeout(() => {
     stop();
     if (req.complete || req.socket.destroyed) return;
-    refuseSlowBody(res, req.socket, `the request did not arrive whole within ${deadlineMs} ms (FORKLINE_HTTP_REQUEST_TIMEOUT_MS)`);
+    refuseSlowBody(req, res, `the request did not arrive whole within ${deadlineMs} ms (FORKLINE_HTTP_REQUEST_TIMEOUT_MS)`);
   }, deadlineMs);
   timer.unref();
   const stop = untilBodyEnds(req, () => clearTimeout(timer));
 }
 
-/** 408 (unless an answer has begun) and the connection cut: a body that did not keep to its rate or deadline. */
-function refuseSlowBody(res: http.ServerResponse, socket: net.Socket, message: string): void {
+/**
+ * 408 (unless an answer has begun) and the connection cut: a body that did not keep to its rate or deadline. The
+ * request is destroyed too: once its answer is written node no longer ties it to its socket, so a door still
+ * reading it (an upload's pipeline to its spool) would wait for its end forever, holding its tenant's upload place.
+ */
+function refuseSlowBody(req: http.IncomingMessage, res: http.ServerResponse, message: string): void {
+  const socket = req.socket;
   if (!res.headersSent) replyError(res, 408, 'REQUEST_TIMEOUT', message, { connection: 'close' });
+  req.destroy(new Error(message));
   socket.destroy();
 }
 
@@ -141,7 +147,7 @@ function enforceRate(req: http.IncomingMessage, res: http.ServerResponse, rate: 
     if (req.readableFlowing !== true || req.readableLength > 0) return;
     if (moved >= minBytes) return;
     stop();
-    refuseSlowBody(res, socket, `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`);
+    refuseSlowBody(req, res, `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`);
   }, rate.windowMs);
   timer.unref();
   const stop = untilBodyEnds(req, () => clearInterval(timer));

@@ -124,10 +124,15 @@ export class FileBlobs {
   async heldBy(tenant: string, hashes: readonly string[], db: Db = this.pool): Promise<Map<string, number>> {
     const out = new Map<string, number>();
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
+      // The tenant's own rows first, then the contents among them: what it costs follows what this tenant holds,
+      // never how many sessions of other tenants hold a content, which would tell the two apart by time. The
+      // hashes are joined from unnest, not compared as constants, so no plan is chosen by a named hash's
+      // frequency in the table (its statistics are every tenant's).
       const { rows } = await db.query<{ hash: string; size: number }>(
-        `SELECT b.hash, b.size FROM "FileBlob" b WHERE b.hash = ANY($2::text[]) AND EXISTS (
-           SELECT 1 FROM "SessionBlob" sb JOIN "Session" s ON s.id = sb."sessionId" AND s."treeId" = sb."treeId"
-            WHERE sb.hash = b.hash AND s.tenant = $1)`,
+        `WITH held AS MATERIALIZED (
+           SELECT DISTINCT sb.hash FROM unnest($2::text[]) h(hash) JOIN "SessionBlob" sb ON sb.tenant = $1 AND sb.hash = h.hash
+         )
+         SELECT b.hash, b.size FROM held JOIN "FileBlob" b ON b.hash = held.hash`,
         [tenant, hashes.slice(i, i + BLOB_PAGE)],
       );
       for (const r of rows) out.set(r.hash, r.size);
@@ -202,11 +207,11 @@ export class FileBlobs {
   /** Notes that the session holds these contents too (its change sets name them): deleting another session of its tenant then leaves them to it. */
   async adopt(sessionId: string, hashes: readonly string[], db: Db = this.pool): Promise<void> {
     if (hashes.length === 0) return;
-    await db.query(`INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $3, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`, [
-      sessionId,
-      hashes,
-      await this.log.treeOf(sessionId, db),
-    ]);
+    await db.query(
+      `INSERT INTO "SessionBlob" ("sessionId", "treeId", hash, tenant)
+       SELECT $1, $3, h, (SELECT tenant FROM "Session" WHERE id = $1 AND "treeId" = $3) FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
+      [sessionId, hashes, await this.log.treeOf(sessionId, db)],
+    );
   }
 
   /**
@@ -244,7 +249,8 @@ export class FileBlobs {
          INSERT INTO "FileBlobChunk" ("blobHash", idx, "chunkHash")
          SELECT bh, i, ch FROM unnest($8::text[], $9::int[], $10::text[]) x(bh, i, ch) WHERE bh IN (SELECT hash FROM b)
        )
-       INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $11, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
+       INSERT INTO "SessionBlob" ("sessionId", "treeId", hash, tenant)
+       SELECT $1, $11, h, (SELECT tenant FROM "Session" WHERE id = $1 AND "treeId" = $11) FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
       [
         sessionId,
         unique.map((b) => b.hash),

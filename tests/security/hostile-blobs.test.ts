@@ -4,6 +4,8 @@
 // oracle); a request names at most so many hashes; sizes are the stored ones;
 // deleting a tenant's last session holding a content ends its claim, and the
 // content another tenant holds stays theirs.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.ts';
 import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
@@ -101,6 +103,45 @@ describe('naming content without carrying it', () => {
     const batch = runnerFileBatch(s.inputId, [{ path: 'x.txt', hash: secretHash, size: secret.length }]);
     const r = await appendEvents(app, s, batch.slice(0, 5), A);
     expect(r.errors?.[0].message).toContain("a change set comes right before its call's tool/result, in the same batch");
+  });
+});
+
+describe('what naming a content costs', () => {
+  /** Rows each scan of the plan read (kept or filtered out), summed: the work a lookup did, whatever the machine's speed. */
+  const rowsRead = (node: Record<string, unknown>): number =>
+    ((Number(node['Actual Rows'] ?? 0) + Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0)) *
+      Number(node['Actual Loops'] ?? 1) || 0) + ((node.Plans as Array<Record<string, unknown>> | undefined) ?? []).reduce((n, p) => n + rowsRead(p), 0);
+
+  it("does not depend on how many sessions of another tenant hold it: B's lookup of A's content held by 300 sessions reads what one of content nobody holds reads (before: 901 rows against 0)", async () => {
+    const store = app.services.store;
+    const popular = randomBytes(64);
+    const popularHash = sha256(popular);
+    for (let i = 0; i < 300; i++) {
+      const s = (await store.createSession({ tenant: 'alpha' }, { title: 'holds it' })).id;
+      await store.files.put(s, [{ hash: popularHash, content: popular }]);
+      const own = randomBytes(64);
+      const b = (await store.createSession({ tenant: 'beta' }, { title: 'its own' })).id;
+      await store.files.put(b, [{ hash: sha256(own), content: own }]);
+    }
+    const explain = new pg.Pool({ connectionString: app.db.url, max: 1 });
+    try {
+      // The planner's statistics as a database that has run a while keeps them.
+      await explain.query('ANALYZE "Session", "SessionBlob", "FileBlob"');
+      const work = async (hash: string) => {
+        let statement: { sql: string; params: unknown[] } | undefined;
+        const held = await store.files.heldBy('beta', [hash], {
+          query: ((sql: string, params: unknown[]) => ((statement = { sql, params }), explain.query(sql, params))) as never,
+        });
+        expect(held.size).toBe(0);
+        const { rows } = await explain.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.sql}`, statement!.params);
+        return rowsRead((rows[0]['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0].Plan);
+      };
+      expect(await work(popularHash)).toBe(await work(nobodysHash));
+      // And A's own lookup still finds it.
+      expect((await store.files.heldBy('alpha', [popularHash])).get(popularHash)).toBe(popular.byteLength);
+    } finally {
+      await explain.end();
+    }
   });
 });
 

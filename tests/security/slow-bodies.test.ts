@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
 import { longRecordingLines } from '../fixtures/recordings/recordings.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const TOKEN = 'slow-bodies-token-0123456789';
 const WINDOW_MS = 300;
@@ -122,10 +123,75 @@ describe('an authenticated body slower than the minimum rate', () => {
     expect(ms).toBeLessThan(CLOSED_WITHIN_MS);
   });
 
+  it('fifty at once from one token: each answered and cut, a fair request answered meanwhile, and the uploads cut let go of their places (before: held for good)', async () => {
+    const heads = ['/graphql', '/recordings', '/agui', '/chat', '/graphql'].map((door) =>
+      post(door, {
+        authorization: `Bearer ${TOKEN}`,
+        'content-type': door === '/recordings' ? 'application/x-ndjson' : 'application/json',
+        'content-length': '1000000',
+      }),
+    );
+    const many = Array.from({ length: 50 }, (_, i) => dribble(heads[i % heads.length]));
+    const fair = await fetch(app.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ __typename }' }),
+    });
+    expect(await fair.json()).toEqual({ data: { __typename: 'Query' } });
+    const closed = await Promise.all(many.map((d) => Promise.race([d.closed, new Promise<number>((r) => setTimeout(() => r(Infinity), DRIBBLE_MS))])));
+    for (const d of many) d.socket.destroy();
+    expect(closed.filter((ms) => !(ms < CLOSED_WITHIN_MS))).toEqual([]);
+    // 408 once its window passed, or 429 at once past the tenant's uploads at a time (FORKLINE_MAX_UPLOADS_PER_TENANT).
+    expect(many.map((d) => d.answer().slice(0, 12)).filter((status) => status !== 'HTTP/1.1 408' && status !== 'HTTP/1.1 429')).toEqual([]);
+    // The uploads cut let go of the tenant's places: a recording is read again (its lines refused, not its upload).
+    await waitFor(
+      async () =>
+        (
+          await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+            method: 'POST',
+            headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson' },
+            body: 'not a recording\n',
+          })
+        ).status === 400,
+      { timeoutMs: CLOSED_WITHIN_MS, what: 'the cut uploads let go of their places' },
+    );
+  });
+
   it('a body at a fair rate is read whole and answered', async () => {
     const body = JSON.stringify({ query: '{ __typename }' });
     const res = await fetch(app.url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
     expect(await res.json()).toEqual({ data: { __typename: 'Query' } });
+  });
+});
+
+describe('a body sent to a door that reads none (GET, OPTIONS, DELETE)', () => {
+  let sessionId: string;
+  beforeAll(async () => {
+    const res = await fetch(app.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'mutation { createSession(input: { title: "slow" }) { id } }' }),
+    });
+    sessionId = ((await res.json()) as { data: { createSession: { id: string } } }).data.createSession.id;
+  });
+  const request = (method: string, path: string) =>
+    `${method} ${path} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 1000000\r\n\r\n`;
+  it.each([
+    ['GET /sessions/<id>/events (the history page)', () => request('GET', `/sessions/${sessionId}/events`), 200],
+    ['GET /sessions/<id>/events of a session not found', () => request('GET', '/sessions/ses_missing/events'), 404],
+    ['GET /recordings (a download)', () => request('GET', `/recordings?session=${sessionId}`), 200],
+    ['GET /chat/<id>/stream (nothing to resume)', () => request('GET', `/chat/${sessionId}/stream`), 204],
+    ['GET /healthz', () => request('GET', '/healthz'), 200],
+    ['GET /graphql', () => request('GET', '/graphql?query=%7B__typename%7D'), 408],
+    ['OPTIONS /graphql', () => request('OPTIONS', '/graphql'), 408],
+    ['DELETE /graphql', () => request('DELETE', '/graphql'), 408],
+    ['PUT /recordings', () => request('PUT', '/recordings'), 405],
+  ])('%s: answered and closed while the body still dribbles', async (_name, head, status) => {
+    const d = dribble(head());
+    const ms = await Promise.race([d.closed, new Promise<number>((r) => setTimeout(() => r(Infinity), DRIBBLE_MS))]);
+    d.socket.destroy();
+    expect(d.answer()).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    expect(ms).toBeLessThan(CLOSED_WITHIN_MS);
   });
 });
 

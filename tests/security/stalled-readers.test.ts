@@ -69,6 +69,17 @@ const outcome = (res: http.ServerResponse, ms: number) =>
     else res.once('close', done);
   });
 
+/** Sends a request to `app` and reads nothing of its answer: what came of the response (the socket destroyed after). */
+async function neverRead(method: string, path: string, body = ''): Promise<'cut' | 'sent' | 'held'> {
+  const res = nextResponseTo(app, path);
+  const socket = sendAndNeverRead(app, method, path, body);
+  try {
+    return await outcome(await res, 30 * STALL_MS + 30_000);
+  } finally {
+    socket.destroy();
+  }
+}
+
 /** forkline_http_stalled_responses_total, as /metrics shows it. */
 const stalledCount = async () => Number(/^forkline_http_stalled_responses_total (\d+)$/m.exec(await app.metrics.registry.metrics())?.[1]);
 
@@ -91,15 +102,8 @@ describe('a response whose client never reads', () => {
   }, 180_000);
 
   it('a recording download (megabytes): cut after the stall bound', async () => {
-    const path = `/recordings?session=${bigSession}`;
-    const res = nextResponseTo(app, path);
-    const socket = sendAndNeverRead(app, 'GET', path);
-    try {
-      expect(await outcome(await res, 30 * STALL_MS + 30_000)).toBe('cut');
-      expect(await stalledCount()).toBeGreaterThan(0);
-    } finally {
-      socket.destroy();
-    }
+    expect(await neverRead('GET', `/recordings?session=${bigSession}`)).toBe('cut');
+    expect(await stalledCount()).toBeGreaterThan(0);
   }, 120_000);
 });
 
@@ -117,15 +121,45 @@ describe('a resumed /chat answer whose client never reads', () => {
       { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
       { type: 'turn/end', data: { turn: 1, reason: 'interrupted' } },
     ]);
-    const path = `/chat/${chat}/stream`;
-    const res = nextResponseTo(app, path);
-    const socket = sendAndNeverRead(app, 'GET', path);
-    try {
-      expect(await outcome(await res, 30 * STALL_MS + 30_000)).toBe('cut');
-    } finally {
-      socket.destroy();
-    }
+    expect(await neverRead('GET', `/chat/${chat}/stream`)).toBe('cut');
   }, 120_000);
+});
+
+describe('a subscriber that never reads', () => {
+  it('a GraphQL subscription over SSE replaying a log of megabytes: cut after the stall bound', async () => {
+    const query = `subscription { sessionEvents(sessionId: "${bigSession}") { seq data } }`;
+    expect(await neverRead('POST', '/graphql', JSON.stringify({ query }))).toBe('cut');
+    await waitFor(() => held(app) === 0, { what: 'the stream let go of its place' });
+  }, 120_000);
+
+  it('an event page (GET /sessions/<id>/events) of megabytes: cut after the stall bound, or handed whole to the kernel (a page is bounded in bytes), never held', async () => {
+    expect(await neverRead('GET', `/sessions/${bigSession}/events?after=-1&first=500`)).not.toBe('held');
+  }, 120_000);
+
+  it('a graphql-ws subscriber replaying a log of megabytes: closed for silence (4408) and cut after the close grace; its place let go', async () => {
+    // The liveness bounds made short (60 s and 5 minutes by default, docs/api.md): what is held, and for how long, is bounded.
+    let unresponsive = 0;
+    const live = await startTestApp({
+      security: { apiTokens: new Map([[TOKEN, TENANT]]), rateLimit: false },
+      wsLiveness: { pingMs: 100, deadAfterMs: STALL_MS, closeGraceMs: STALL_MS, onUnresponsive: () => unresponsive++ },
+    });
+    const id = (await live.services.store.createSession({ tenant: TENANT }, { title: 'big' })).id;
+    for (let n = 1; n <= BIG_TURNS; n++) await live.services.store.append(id, textTurn(n, BIG_TEXT, BIG_TEXT));
+    const ws = new WebSocket(live.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    ws.on('error', () => {});
+    try {
+      await new Promise<void>((resolve) => ws.once('open', () => resolve()));
+      ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${TOKEN}` } }));
+      await new Promise<void>((resolve) => ws.once('message', () => resolve()));
+      ws.pause();
+      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `subscription { sessionEvents(sessionId: "${id}") { seq data } }` } }));
+      await waitFor(() => held(live) === 1, { what: 'the socket held' });
+      await waitFor(() => unresponsive === 1 && held(live) === 0, { timeoutMs: 60_000, what: 'the silent socket closed and cut' });
+    } finally {
+      ws.terminate();
+      await live.close();
+    }
+  }, 180_000);
 });
 
 describe('shutdown', () => {
