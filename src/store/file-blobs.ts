@@ -29,7 +29,7 @@ import { unifiedDiff } from '../core/unified-diff.ts';
 import { chunksOf, isChunked } from '../core/file-chunks.ts';
 import type { RecordingBlob } from '../core/recording.ts';
 import { FileTreeCheckpoints } from './file-tree-checkpoints.ts';
-import type { Db, LogRef, SessionLog } from './session-log.ts';
+import { CHANGE_SET_PAGE, type ChangeSetPage, type Db, type LogRef, type SessionLog } from './session-log.ts';
 
 export const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -105,8 +105,6 @@ export interface FileDoorLimits extends WorkspaceLimits {
 /** A change set's data with the seq it is (or will be) stored at. */
 export type SeqChangeSet = { seq: number; data: FilesChangeData };
 
-/** Change sets read per page by a reader of a whole history (adoptNamed, recordingBlobs): a count and their data's bytes. */
-export const CHANGE_SET_PAGE = { pageSize: 500, pageBytes: 4 * 1024 * 1024 };
 /** Content hashes an export holds at once to write each content once (recordingBlobs): about 11 MB of strings. */
 export const RECORDING_HASHES_HELD = 100_000;
 
@@ -431,13 +429,7 @@ export class FileBlobs {
    * the import's transaction, which `db` must be), then the first change set
    * naming content the tenant does not hold, then the first past the quota.
    */
-  async adoptNamed(
-    tenant: string,
-    sessionId: string,
-    db: Db,
-    where: (seq: number) => string,
-    page: { pageSize: number; pageBytes: number } = CHANGE_SET_PAGE,
-  ): Promise<void> {
+  async adoptNamed(tenant: string, sessionId: string, db: Db, where: (seq: number) => string, page: ChangeSetPage = CHANGE_SET_PAGE): Promise<void> {
     const treeId = await this.log.treeOf(sessionId, db);
     const uncarried = new Set<string>();
     let counted: 'set' | 'table' = 'set';
@@ -490,7 +482,7 @@ export class FileBlobs {
     toSeq: number,
     pageBytes = CONTENT_PAGE_BYTES,
     db: Db = this.pool,
-    opts: { maxHashes?: number; page?: { pageSize: number; pageBytes: number } } = {},
+    opts: { maxHashes?: number; page?: ChangeSetPage } = {},
   ): AsyncGenerator<RecordingBlob> {
     if (toSeq < 0) return;
     const max = opts.maxHashes ?? RECORDING_HASHES_HELD;

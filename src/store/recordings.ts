@@ -20,6 +20,7 @@ import { SESSIONS_CHANNEL } from './channels.ts';
 import { newSessionId } from './ids.ts';
 import { SESSION_TREE_INSERT } from './session-trees.ts';
 import { copyJsonText, copyRows, copyText } from './copy-in.ts';
+import type { ChangeSetPage } from './session-log.ts';
 
 /** A recording's text, or a way to read it from the start as text or bytes. */
 export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>);
@@ -96,7 +97,7 @@ export async function importRecording(
     /** Aborted (the uploader went): the import stops and its transaction rolls back, up to its commit. */
     signal?: AbortSignal;
     /** Change sets read per page when the named contents are checked and adopted (default CHANGE_SET_PAGE). */
-    changeSetPage?: { pageSize: number; pageBytes: number };
+    changeSetPage?: ChangeSetPage;
   } = {},
 ): Promise<SessionRow> {
   const check = new RecordingValidator();

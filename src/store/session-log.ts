@@ -106,6 +106,12 @@ export const PAGE_BYTES = 16 * 1024 * 1024;
  * it reads; a page of small events is cut by its count long before this.
  */
 export const STREAM_PAGE_BYTES = 4 * 1024 * 1024;
+/** How many change sets, and how many bytes of their data, a reader of a whole history takes per page (fileChangeSetPages). */
+export interface ChangeSetPage {
+  pageSize: number;
+  pageBytes: number;
+}
+export const CHANGE_SET_PAGE: ChangeSetPage = { pageSize: 500, pageBytes: STREAM_PAGE_BYTES };
 /**
  * An event's size, known before its data is read: "dataBytes", the size of its
  * `jsonb` as written (migration 20261215000001_event_data_bytes); the stored
@@ -766,7 +772,7 @@ export class SessionLog {
   async *fileChangeSetPages(
     ref: LogRef,
     toSeq = MAX_SEQ,
-    page: { pageSize: number; pageBytes: number } = { pageSize: 500, pageBytes: STREAM_PAGE_BYTES },
+    page: ChangeSetPage = CHANGE_SET_PAGE,
     db: Db = this.pool,
   ): AsyncGenerator<Array<{ seq: number; data: FilesChangeData }>> {
     for (let from = 0; ;) {
