@@ -438,11 +438,14 @@ export class FileBlobs {
     const tree: FileTree = new Map();
     for await (const changeSets of this.log.fileChangeSetPages(sessionId, undefined, page, db)) {
       const named = [...namedIn(changeSets)];
-      const { rows: carriedRows } = await db.query<{ hash: string }>(
-        'SELECT hash FROM "SessionBlob" WHERE "sessionId" = $1 AND "treeId" = $2 AND hash = ANY($3::text[])',
+      // What the session stored is its tenant's, at its stored size: only the rest asks heldBy (which reads every
+      // session of the tenant holding each content, and took seconds per statement inside a big import).
+      const { rows: carriedRows } = await db.query<{ hash: string; size: number }>(
+        `SELECT b.hash, b.size FROM "SessionBlob" sb JOIN "FileBlob" b ON b.hash = sb.hash
+          WHERE sb."sessionId" = $1 AND sb."treeId" = $2 AND sb.hash = ANY($3::text[])`,
         [sessionId, treeId, named],
       );
-      const carried = new Set(carriedRows.map((r) => r.hash));
+      const carried = new Map(carriedRows.map((r) => [r.hash, r.size]));
       const fresh = named.filter((h) => !carried.has(h));
       if (counted === 'set') for (const h of fresh) uncarried.add(h);
       if (counted === 'set' && uncarried.size > this.limits.maxNamedHashes) {
@@ -455,7 +458,9 @@ export class FileBlobs {
       }
       // Past the cap the answer is the count: the rest is only counted.
       if (counted === 'table' || refused) continue;
-      refused = unheldIn(changeSets, await this.heldBy(tenant, named, db), where);
+      const held = await this.heldBy(tenant, fresh, db);
+      for (const [hash, size] of carried) held.set(hash, size);
+      refused = unheldIn(changeSets, held, where);
       over ??= firstOverQuota(tree, changeSets, this.limits);
       if (!refused && !over) await this.adopt(sessionId, named, db);
     }
