@@ -105,8 +105,8 @@ export interface FileDoorLimits extends WorkspaceLimits {
 /** A change set's data with the seq it is (or will be) stored at. */
 export type SeqChangeSet = { seq: number; data: FilesChangeData };
 
-/** Content hashes an export holds at once to write each content once (recordingBlobs): about 11 MB of strings. */
-export const RECORDING_HASHES_HELD = 100_000;
+/** Content hashes an export holds at once to write each content once (recordingBlobs): about 6 MB of strings, half again while it reads. */
+export const RECORDING_HASHES_HELD = 50_000;
 
 /** The distinct contents change sets name. */
 function namedIn(changeSets: readonly SeqChangeSet[]): Set<string> {
@@ -503,7 +503,7 @@ export class FileBlobs {
       };
       for await (const changeSets of this.log.fileChangeSetPages(ref, toSeq, opts.page ?? CHANGE_SET_PAGE, db)) {
         for (const h of namedIn(changeSets)) if (h > after && (bound === undefined || h < bound)) found.add(h);
-        if (found.size > 2 * max) keepSmallest();
+        if (found.size > max + (max >> 1)) keepSmallest();
       }
       const hashes = keepSmallest();
       yield* this.blobsOf(hashes, pageBytes, db);
