@@ -105,8 +105,8 @@ export interface FileDoorLimits extends WorkspaceLimits {
 /** A change set's data with the seq it is (or will be) stored at. */
 export type SeqChangeSet = { seq: number; data: FilesChangeData };
 
-/** Content hashes an export holds at once to write each content once (recordingBlobs): about 6 MB of strings, half again while it reads. */
-export const RECORDING_HASHES_HELD = 50_000;
+/** Content hashes an export holds at once to write each content once (recordingBlobs): about 30 MB of strings, half again while it reads. */
+export const RECORDING_HASHES_HELD = 250_000;
 
 /** The distinct contents change sets name. */
 function namedIn(changeSets: readonly SeqChangeSet[]): Set<string> {
