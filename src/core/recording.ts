@@ -147,6 +147,9 @@ function parseHeader(value: unknown, line: number): RecordingHeader {
  *   prefix, docs/contract.md#exact-fork); a non-empty inherited prefix is followed directly by the
  *   session's own marker, which is therefore its last.
  */
+/** A sha-256 in hex as its 32 bytes, one character each (anything else as it is). */
+const contentKey = (hash: string) => (/^[0-9a-f]{64}$/.test(hash) ? Buffer.from(hash, 'hex').toString('latin1') : hash);
+
 export class RecordingValidator {
   #line = 0;
   #header?: RecordingHeader;
@@ -157,9 +160,12 @@ export class RecordingValidator {
   #fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
   #inSeed = false;
   #blobs = 0;
-  /** The contents the change sets name, and those carried so far: a recording carries each named one at most once, and nothing else. */
-  #named = new Set<string>();
-  #carried = new Set<string>();
+  /**
+   * The contents the change sets name (by contentKey), each true once carried: a recording carries each named one at
+   * most once, and nothing else. One map of the packed hashes, not two sets of hex: a recording naming a million
+   * contents is held at about a third of what those took.
+   */
+  #named = new Map<string, boolean>();
   #lastTurnFailed = false;
   /** The file content of the last line pushed, when it was one (undefined after an event line). */
   blob?: RecordingBlob;
@@ -186,9 +192,10 @@ export class RecordingValidator {
       const blob = recordingBlobSchema.safeParse(value);
       if (!blob.success) throw this.#fail('file content', describeIssues(blob.error));
       // Else a recording could store contents no tree holds, past every quota (docs/files.md#limits).
-      if (!this.#named.has(blob.data.blob)) throw this.#fail('file content', `${blob.data.blob} is named by no change set of the recording`);
-      if (this.#carried.has(blob.data.blob)) throw this.#fail('file content', `${blob.data.blob} is carried twice`);
-      this.#carried.add(blob.data.blob);
+      const carried = this.#named.get(contentKey(blob.data.blob));
+      if (carried === undefined) throw this.#fail('file content', `${blob.data.blob} is named by no change set of the recording`);
+      if (carried) throw this.#fail('file content', `${blob.data.blob} is carried twice`);
+      this.#named.set(contentKey(blob.data.blob), true);
       this.#blobs++;
       this.blob = blob.data;
       return undefined;
@@ -222,7 +229,8 @@ export class RecordingValidator {
     if (broken) throw this.#fail(broken.rule, broken.detail);
     this.#state.apply(event);
     this.#trackSeed(event);
-    if (event.type === FILES_CHANGE) for (const c of (data as FilesChangeData).changes) if (c.hash) this.#named.add(c.hash);
+    if (event.type === FILES_CHANGE)
+      for (const c of (data as FilesChangeData).changes) if (c.hash && !this.#named.has(contentKey(c.hash))) this.#named.set(contentKey(c.hash), false);
     const end = dataOf(event, 'turn/end');
     if (end) this.#lastTurnFailed = end.reason === 'failed';
     return event;

@@ -29,7 +29,7 @@ import { unifiedDiff } from '../core/unified-diff.ts';
 import { chunksOf, isChunked } from '../core/file-chunks.ts';
 import type { RecordingBlob } from '../core/recording.ts';
 import { FileTreeCheckpoints } from './file-tree-checkpoints.ts';
-import type { Db, LogRef, SessionLog } from './session-log.ts';
+import { CHANGE_SET_PAGE, type ChangeSetPage, type Db, type LogRef, type SessionLog } from './session-log.ts';
 
 export const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -105,6 +105,38 @@ export interface FileDoorLimits extends WorkspaceLimits {
 /** A change set's data with the seq it is (or will be) stored at. */
 export type SeqChangeSet = { seq: number; data: FilesChangeData };
 
+/** Content hashes an export holds at once to write each content once (recordingBlobs): about 30 MB of strings, half again while it reads. */
+export const RECORDING_HASHES_HELD = 250_000;
+
+/** The distinct contents change sets name. */
+function namedIn(changeSets: readonly SeqChangeSet[]): Set<string> {
+  const named = new Set<string>();
+  for (const cs of changeSets) for (const c of cs.data.changes) if (c.hash) named.add(c.hash);
+  return named;
+}
+
+/**
+ * BAD_USER_INPUT for the first change named content that is not in `held`
+ * (the tenant does not hold it: the same answer for content another tenant
+ * holds), or whose size is not the stored one.
+ */
+function unheldIn(changeSets: readonly SeqChangeSet[], held: ReadonlyMap<string, number>, where: (seq: number) => string): ForklineError | undefined {
+  for (const cs of changeSets) {
+    for (const c of cs.data.changes) {
+      if (c.hash === null) continue;
+      const size = held.get(c.hash);
+      if (size === undefined)
+        return badInput(`${where(cs.seq)} names file content ${c.hash} for "${c.path}", which it does not carry and this tenant does not hold`, {
+          path: c.path,
+          hash: c.hash,
+        });
+      const problem = contentProblem({ path: c.path, hash: c.hash, size: c.size }, { size });
+      if (problem) return badInput(`${where(cs.seq)} ${problem}`, { path: c.path });
+    }
+  }
+  return undefined;
+}
+
 export class FileBlobs {
   private readonly checkpoints: FileTreeCheckpoints;
 
@@ -157,28 +189,11 @@ export class FileBlobs {
     where: (seq: number) => string,
     carried: ReadonlySet<string> = new Set(),
   ): Promise<string[]> {
-    const named = [...new Set(changeSets.flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))];
+    const named = [...namedIn(changeSets)];
     const uncarried = named.filter((h) => !carried.has(h)).length;
-    if (uncarried > this.limits.maxNamedHashes) {
-      throw badInput(
-        `change sets may name at most ${this.limits.maxNamedHashes} distinct file contents per request without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES), these name ${uncarried}`,
-        { limit: this.limits.maxNamedHashes },
-      );
-    }
-    const held = await this.heldBy(tenant, named, db ?? this.pool);
-    for (const cs of changeSets) {
-      for (const c of cs.data.changes) {
-        if (c.hash === null) continue;
-        const size = held.get(c.hash);
-        if (size === undefined)
-          throw badInput(`${where(cs.seq)} names file content ${c.hash} for "${c.path}", which it does not carry and this tenant does not hold`, {
-            path: c.path,
-            hash: c.hash,
-          });
-        const problem = contentProblem({ path: c.path, hash: c.hash, size: c.size }, { size });
-        if (problem) throw badInput(`${where(cs.seq)} ${problem}`, { path: c.path });
-      }
-    }
+    if (uncarried > this.limits.maxNamedHashes) throw this.tooManyNamed(uncarried);
+    const refused = unheldIn(changeSets, await this.heldBy(tenant, named, db ?? this.pool), where);
+    if (refused) throw refused;
     const over = firstOverQuota(tree, changeSets, this.limits);
     if (over) throw badInput(`${where(over.seq)}: ${over.problem}`, { seq: over.seq });
     return named;
@@ -399,31 +414,112 @@ export class FileBlobs {
     return changed.map((c, i) => ({ path: c.path, kind: c.kind, before: c.before ?? null, after: c.after ?? null, diff: diffs[i] }));
   }
 
+  /** BAD_USER_INPUT for change sets that name `uncarried` contents without carrying them, past the cap. */
+  private tooManyNamed(uncarried: number): ForklineError {
+    return badInput(
+      `change sets may name at most ${this.limits.maxNamedHashes} distinct file contents per request without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES), these name ${uncarried}`,
+      { limit: this.limits.maxNamedHashes },
+    );
+  }
+
   /**
    * An imported session's change sets in effect, held to the rules of
-   * checkChangeSets (what the recording carries is already stored for it),
-   * and the contents they name noted as the session's: then deleting the
-   * session it was exported from does not take them from it.
+   * checkChangeSets, and the contents they name noted as the session's: then
+   * deleting the session it was exported from does not take them from it.
+   * What the recording carries is what it already stored (its SessionBlob
+   * rows). A page of change sets at a time (session-log.ts
+   * `fileChangeSetPages`), each page's contents checked and adopted in a
+   * statement or two: a history naming millions of contents is never held
+   * whole. The answer is checkChangeSets's: the count of uncarried contents
+   * first (kept in a set while within the cap, then in a temporary table of
+   * the import's transaction, which `db` must be), then the first change set
+   * naming content the tenant does not hold, then the first past the quota.
    */
-  async adoptNamed(tenant: string, sessionId: string, db: Db, where: (seq: number) => string, carried: ReadonlySet<string>): Promise<void> {
-    const changeSets = await this.log.fileChangeSets(sessionId, undefined, db);
-    if (changeSets.length === 0) return;
-    const named = await this.checkChangeSets(tenant, changeSets, new Map(), db, where, carried);
-    await this.adopt(sessionId, named, db);
+  async adoptNamed(tenant: string, sessionId: string, db: Db, where: (seq: number) => string, page: ChangeSetPage = CHANGE_SET_PAGE): Promise<void> {
+    const treeId = await this.log.treeOf(sessionId, db);
+    const uncarried = new Set<string>();
+    let counted: 'set' | 'table' = 'set';
+    let refused: ForklineError | undefined;
+    let over: { seq: number; problem: string } | undefined;
+    const tree: FileTree = new Map();
+    for await (const changeSets of this.log.fileChangeSetPages(sessionId, undefined, page, db)) {
+      const named = [...namedIn(changeSets)];
+      // What the session stored is its tenant's, at its stored size: only the rest asks heldBy (which reads every
+      // session of the tenant holding each content, and took seconds per statement inside a big import).
+      const { rows: carriedRows } = await db.query<{ hash: string; size: number }>(
+        `SELECT b.hash, b.size FROM "SessionBlob" sb JOIN "FileBlob" b ON b.hash = sb.hash
+          WHERE sb."sessionId" = $1 AND sb."treeId" = $2 AND sb.hash = ANY($3::text[])`,
+        [sessionId, treeId, named],
+      );
+      const carried = new Map(carriedRows.map((r) => [r.hash, r.size]));
+      const fresh = named.filter((h) => !carried.has(h));
+      if (counted === 'set') for (const h of fresh) uncarried.add(h);
+      if (counted === 'set' && uncarried.size > this.limits.maxNamedHashes) {
+        counted = 'table';
+        await db.query('CREATE TEMPORARY TABLE forkline_named_hashes (hash text PRIMARY KEY) ON COMMIT DROP');
+        await db.query('INSERT INTO forkline_named_hashes SELECT unnest($1::text[]) ON CONFLICT DO NOTHING', [[...uncarried]]);
+        uncarried.clear();
+      } else if (counted === 'table') {
+        await db.query('INSERT INTO forkline_named_hashes SELECT unnest($1::text[]) ON CONFLICT DO NOTHING', [fresh]);
+      }
+      // Past the cap the answer is the count: the rest is only counted.
+      if (counted === 'table' || refused) continue;
+      const held = await this.heldBy(tenant, fresh, db);
+      for (const [hash, size] of carried) held.set(hash, size);
+      refused = unheldIn(changeSets, held, where);
+      over ??= firstOverQuota(tree, changeSets, this.limits);
+      if (!refused && !over) await this.adopt(sessionId, named, db);
+    }
+    if (counted === 'table') {
+      const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM forkline_named_hashes');
+      throw this.tooManyNamed(Number(rows[0].n));
+    }
+    if (refused) throw refused;
+    if (over) throw badInput(`${where(over.seq)}: ${over.problem}`, { seq: over.seq });
   }
 
   /**
    * The contents the change sets in effect through `toSeq` name, for a
-   * recording: a page of blobs per statement, each page at most
-   * `pageBytes` (or one blob larger than that) as Postgres stores their sizes.
-   * A history names every version a file had, each up to the file limit: 500
-   * of them in a page held gigabytes while an export waited on its client.
+   * recording, in hash order, each once: a page of blobs per statement, each
+   * page at most `pageBytes` (or one blob larger than that) as Postgres
+   * stores their sizes. A history names every version a file had, each up to
+   * the file limit: 500 of them in a page held gigabytes while an export
+   * waited on its client. The change sets are read a page at a time, and at
+   * most `maxHashes` names are kept: a history naming more is read again for
+   * each next `maxHashes` of them (in hash order), rather than held whole.
    */
-  async *recordingBlobs(ref: LogRef, toSeq: number, pageBytes = CONTENT_PAGE_BYTES, db: Db = this.pool): AsyncGenerator<RecordingBlob> {
+  async *recordingBlobs(
+    ref: LogRef,
+    toSeq: number,
+    pageBytes = CONTENT_PAGE_BYTES,
+    db: Db = this.pool,
+    opts: { maxHashes?: number; page?: ChangeSetPage } = {},
+  ): AsyncGenerator<RecordingBlob> {
     if (toSeq < 0) return;
-    const hashes = [
-      ...new Set((await this.log.fileChangeSets(ref, toSeq, db)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h)),
-    ].sort();
+    const max = opts.maxHashes ?? RECORDING_HASHES_HELD;
+    for (let after = ''; ;) {
+      // The smallest `max` hashes past `after`; `bound`: the least hash left for a later pass.
+      let found = new Set<string>();
+      let bound: string | undefined;
+      const keepSmallest = () => {
+        const sorted = [...found].sort();
+        if (sorted.length > max) bound = sorted[max];
+        found = new Set(sorted.slice(0, max));
+        return sorted.slice(0, max);
+      };
+      for await (const changeSets of this.log.fileChangeSetPages(ref, toSeq, opts.page ?? CHANGE_SET_PAGE, db)) {
+        for (const h of namedIn(changeSets)) if (h > after && (bound === undefined || h < bound)) found.add(h);
+        if (found.size > max + (max >> 1)) keepSmallest();
+      }
+      const hashes = keepSmallest();
+      yield* this.blobsOf(hashes, pageBytes, db);
+      if (bound === undefined) return;
+      after = hashes[hashes.length - 1];
+    }
+  }
+
+  /** Stored contents of `hashes` (those stored), in their order, read in pages of at most `pageBytes`. */
+  private async *blobsOf(hashes: readonly string[], pageBytes: number, db: Db): AsyncGenerator<RecordingBlob> {
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
       const sizes = await this.storedSizes(hashes.slice(i, i + BLOB_PAGE), db);
       const stored = hashes.slice(i, i + BLOB_PAGE).flatMap((h) => {

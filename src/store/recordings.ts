@@ -20,6 +20,7 @@ import { SESSIONS_CHANNEL } from './channels.ts';
 import { newSessionId } from './ids.ts';
 import { SESSION_TREE_INSERT } from './session-trees.ts';
 import { copyJsonText, copyRows, copyText } from './copy-in.ts';
+import type { ChangeSetPage } from './session-log.ts';
 
 /** A recording's text, or a way to read it from the start as text or bytes. */
 export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>);
@@ -95,6 +96,8 @@ export async function importRecording(
     maxLineBytes?: number;
     /** Aborted (the uploader went): the import stops and its transaction rolls back, up to its commit. */
     signal?: AbortSignal;
+    /** Change sets read per page when the named contents are checked and adopted (default CHANGE_SET_PAGE). */
+    changeSetPage?: ChangeSetPage;
   } = {},
 ): Promise<SessionRow> {
   const check = new RecordingValidator();
@@ -115,8 +118,6 @@ export async function importRecording(
         )
       ).rows[0].now;
       let blobs: RecordingBlob[] = [];
-      // The contents the recording carries (the cap on naming contents counts only the others).
-      const carried = new Set<string>();
       let blobBytes = 0;
       // The event lines, up to the first file content (the validator holds those to come after every event).
       async function* eventRows(): AsyncGenerator<string> {
@@ -125,7 +126,6 @@ export async function importRecording(
           const pushed = check.push(next.value);
           if (check.blob) {
             blobs.push(check.blob);
-            carried.add(check.blob.blob);
             blobBytes = check.blob.base64.length;
             return;
           }
@@ -142,7 +142,6 @@ export async function importRecording(
         check.push(next.value);
         if (check.blob) {
           blobs.push(check.blob);
-          carried.add(check.blob.blob);
           blobBytes += check.blob.base64.length;
         }
         if (blobs.length >= BLOB_BATCH_SIZE || blobBytes >= BLOB_BATCH_BYTES) {
@@ -154,7 +153,8 @@ export async function importRecording(
       const summary = check.finish();
       await store.files.putFromRecording(id, blobs, client);
       await writeSummary(client, id, summary);
-      await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`, carried);
+      // What the recording carries is stored for the session by now: the cap on naming contents counts only the others.
+      await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`, opts.changeSetPage);
       if (summary.openTurn) {
         // Folded by byte-bounded pages: a recording's open turn of many large events is never held whole.
         const { open } = await store.log.openTailFolded(id, summary.eventCount - 1, client);

@@ -106,6 +106,12 @@ export const PAGE_BYTES = 16 * 1024 * 1024;
  * it reads; a page of small events is cut by its count long before this.
  */
 export const STREAM_PAGE_BYTES = 4 * 1024 * 1024;
+/** How many change sets, and how many bytes of their data, a reader of a whole history takes per page (fileChangeSetPages). */
+export interface ChangeSetPage {
+  pageSize: number;
+  pageBytes: number;
+}
+export const CHANGE_SET_PAGE: ChangeSetPage = { pageSize: 500, pageBytes: STREAM_PAGE_BYTES };
 /**
  * An event's size, known before its data is read: "dataBytes", the size of its
  * `jsonb` as written (migration 20261215000001_event_data_bytes); the stored
@@ -756,6 +762,31 @@ export class SessionLog {
     return this.changeSetScan(ref, toSeq, 'ASC', undefined, db, fromSeq);
   }
 
+  /**
+   * fileChangeSets a page at a time, oldest first: at most `pageSize` change
+   * sets and at most `pageBytes` of their data (or one larger change set), so
+   * a reader of a whole history (an import's check, an export's contents)
+   * holds one page of it, never the history. Each page's sizes are read
+   * first, without the data, then the data of those that fit.
+   */
+  async *fileChangeSetPages(
+    ref: LogRef,
+    toSeq = MAX_SEQ,
+    page: ChangeSetPage = CHANGE_SET_PAGE,
+    db: Db = this.pool,
+  ): AsyncGenerator<Array<{ seq: number; data: FilesChangeData }>> {
+    for (let from = 0; ;) {
+      const sizes = await this.changeSetScan<{ seq: number; b: number }>(ref, toSeq, 'ASC', page.pageSize, db, from, `${DATA_BYTES} AS b`);
+      if (sizes.length === 0) return;
+      let n = 1;
+      for (let bytes = Number(sizes[0].b); n < sizes.length && bytes + Number(sizes[n].b) <= page.pageBytes; n++) bytes += Number(sizes[n].b);
+      // The same first n change sets from `from` (a log only grows past its end).
+      yield await this.changeSetScan(ref, toSeq, 'ASC', n, db, from);
+      if (n === sizes.length && sizes.length < page.pageSize) return;
+      from = sizes[n - 1].seq + 1;
+    }
+  }
+
   /** Where seqs lo..hi of the log are stored (a read as of a snapshot stops at its end). */
   async segments(ref: LogRef, lo: number, hi: number, db: Db = this.pool): Promise<Segment[]> {
     return segmentsOf(await this.requireLineage(ref, db), Math.max(0, lo), Math.min(hi, MAX_SEQ));
@@ -766,7 +797,15 @@ export class SessionLog {
     return (await this.changeSetScan(ref, MAX_SEQ, 'DESC', 1, db))[0]?.seq ?? -1;
   }
 
-  private async changeSetScan(ref: LogRef, toSeq: number, dir: 'ASC' | 'DESC', limit: number | undefined, db: Db, fromSeq = 0) {
+  private async changeSetScan<R extends { seq: number } = { seq: number; data: FilesChangeData }>(
+    ref: LogRef,
+    toSeq: number,
+    dir: 'ASC' | 'DESC',
+    limit: number | undefined,
+    db: Db,
+    fromSeq = 0,
+    columns = 'c.data',
+  ): Promise<R[]> {
     const segments = await this.segments(ref, fromSeq, toSeq, db);
     if (segments.length === 0) return [];
     const params: unknown[] = [];
@@ -774,7 +813,7 @@ export class SessionLog {
     const limited = limit === undefined ? '' : ` LIMIT ${p(limit)}`;
     const scans = segments.map(
       (seg) =>
-        `(SELECT c.seq, c.data FROM "Event" c WHERE c."treeId" = ${p(seg.treeId)} AND c."sessionId" = ${p(seg.sessionId)} AND c.type = '${FILES_CHANGE}'` +
+        `(SELECT c.seq, ${columns} FROM "Event" c WHERE c."treeId" = ${p(seg.treeId)} AND c."sessionId" = ${p(seg.sessionId)} AND c.type = '${FILES_CHANGE}'` +
         ` AND jsonb_typeof(c.data->'changes') = 'array'` +
         ` AND c.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
         // The event right after it is its result: one probe of the primary key per change set (a condition on r.type
@@ -782,10 +821,7 @@ export class SessionLog {
         ` AND (SELECT r.type = 'tool/result' AND r.data->>'callId' = c.data->>'callId' FROM "Event" r WHERE r."treeId" = c."treeId" AND r."sessionId" = c."sessionId" AND r.seq = c.seq + 1)` +
         ` ORDER BY c.seq ${dir}${limited})`,
     );
-    const { rows } = await db.query<{ seq: number; data: FilesChangeData }>(
-      `SELECT * FROM (${scans.join(' UNION ALL ')}) c ORDER BY seq ${dir}${limited}`,
-      params,
-    );
+    const { rows } = await db.query<R>(`SELECT * FROM (${scans.join(' UNION ALL ')}) c ORDER BY seq ${dir}${limited}`, params);
     return rows;
   }
 
