@@ -33,9 +33,12 @@ export const MAX_PENDING_INPUTS = 10_000;
  */
 export const MAX_PENDING_INPUT_BYTES = 64 * 1024 * 1024;
 
+/** UTF-8 bytes of `s`: Buffer's count in Node, TextEncoder's in the dashboard, which folds logs too and has no Buffer. */
+const utf8Bytes = typeof Buffer === 'function' ? (s: string) => Buffer.byteLength(s) : (s: string) => new TextEncoder().encode(s).length;
+
 /** What a waiting input weighs against MAX_PENDING_INPUT_BYTES: its text and its response schema, in UTF-8 bytes. */
 export const inputBytes = (d: { text: string; responseFormat?: ResponseFormat }): number =>
-  Buffer.byteLength(d.text) + (d.responseFormat ? Buffer.byteLength(JSON.stringify(d.responseFormat)) : 0);
+  utf8Bytes(d.text) + (d.responseFormat ? utf8Bytes(JSON.stringify(d.responseFormat)) : 0);
 
 /**
  * The `inbox` rule's bounds for one more input of `bytes` (inputBytes) where `waiting` inputs weighing
