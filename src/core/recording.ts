@@ -124,6 +124,9 @@ function parseHeader(value: unknown, line: number): RecordingHeader {
   return r.data;
 }
 
+/** A sha-256 in hex as its 32 bytes, one character each (anything else as it is). */
+const contentKey = (hash: string) => (/^[0-9a-f]{64}$/.test(hash) ? Buffer.from(hash, 'hex').toString('latin1') : hash);
+
 /**
  * Streaming validator: feed the lines one at a time with `push`, then call
  * `finish`. It keeps only what is open (pending inputs, the open turn and step
@@ -147,9 +150,6 @@ function parseHeader(value: unknown, line: number): RecordingHeader {
  *   prefix, docs/contract.md#exact-fork); a non-empty inherited prefix is followed directly by the
  *   session's own marker, which is therefore its last.
  */
-/** A sha-256 in hex as its 32 bytes, one character each (anything else as it is). */
-const contentKey = (hash: string) => (/^[0-9a-f]{64}$/.test(hash) ? Buffer.from(hash, 'hex').toString('latin1') : hash);
-
 export class RecordingValidator {
   #line = 0;
   #header?: RecordingHeader;
