@@ -5,6 +5,7 @@
 // are a runner pool's: no agent of this process takes their inputs, so the inbox only moves as the test says.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { wsClient } from '../helpers/subscribe.ts';
 import { MAX_PENDING_INPUT_BYTES, MAX_PENDING_INPUTS } from '../../src/core/log-state.ts';
 
 let app: TestApp;
@@ -110,6 +111,20 @@ describe(`the inbox of a live session holds at most ${MAX_PENDING_INPUTS} inputs
     });
     expect(forged.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     expect((await state(id)).eventCount).toBe(after.eventCount);
+  }, 60_000);
+
+  it('a message over GraphQL on a WebSocket is held to the same bound', async () => {
+    const id = await waitingSession('inbox-ws', MAX_PENDING_INPUTS, 1);
+    const client = wsClient(app.url);
+    try {
+      const answers: Array<{ errors?: ReadonlyArray<{ message: string; extensions?: Record<string, unknown> }> }> = [];
+      for await (const r of client.iterate({ query: SEND, variables: { id, text: 'over a socket' } })) answers.push(r);
+      expect(answers).toHaveLength(1);
+      expect(answers[0].errors?.[0].extensions).toMatchObject(inboxError({ pendingInputs: MAX_PENDING_INPUTS }));
+    } finally {
+      await client.dispose();
+    }
+    expect((await state(id)).eventCount).toBe(MAX_PENDING_INPUTS);
   }, 60_000);
 
   it("a fork carrying a full inbox is refused a message of its own (the append rules' check), and nothing is written", async () => {
