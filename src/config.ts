@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { DEFAULT_LIMITS, DEFAULT_STATEMENT_TIMEOUTS, type SecurityOptions } from './http/security.ts';
 import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';
+import { DEFAULT_LIVENESS, type LivenessOptions } from './http/ws-liveness.ts';
 import { approvalToolsProblem } from './agent/tool-catalog.ts';
 import { DEFAULT_PROVIDER_LIMITS } from './agent/models/provider-fetch.ts';
 import { MAX_STEP_CALLS } from './core/log-state.ts';
@@ -230,6 +231,8 @@ const envSchema = z
       .int()
       .refine((v) => v === 0 || v >= 100, 'must be 0 (never) or at least 100')
       .default(DEFAULT_TIMEOUTS.wsIdleMs),
+    FORKLINE_WS_SILENCE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(DEFAULT_LIVENESS.deadAfterMs),
+    FORKLINE_WS_CLOSE_GRACE_MS: z.coerce.number().int().min(0).default(DEFAULT_LIVENESS.closeGraceMs),
     FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.bodyMinBytesPerSecond),
     FORKLINE_HTTP_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.bodyRateWindowMs),
     FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS: z.coerce
@@ -287,6 +290,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 /** A pair of connection caps from the environment; 0: that cap off (the other stays), both 0: off. */
 const connectionCapsOf = (connections: number, subscriptions: number) =>
   connections || subscriptions ? { connections: connections || Infinity, subscriptions: subscriptions || Infinity } : (false as const);
+
+/** How long a silent WebSocket subscriber is kept (docs/operations.md "Memory and time"). */
+export function livenessOptions(config: Config): LivenessOptions {
+  return { deadAfterMs: config.FORKLINE_WS_SILENCE_TIMEOUT_MS, closeGraceMs: config.FORKLINE_WS_CLOSE_GRACE_MS };
+}
 
 /** The security and limit settings the server takes from the environment. */
 export function securityOptions(config: Config): SecurityOptions {

@@ -1,7 +1,7 @@
 // `npm start`: embedded Postgres under .data/ unless DATABASE_URL is set,
 // migrations, then GraphQL + GraphiQL at http://HOST:PORT/graphql.
 import path from 'node:path';
-import { defaultModelOf, loadConfig, providersOf, securityOptions } from './config.ts';
+import { defaultModelOf, livenessOptions, loadConfig, providersOf, securityOptions } from './config.ts';
 import { DEFAULT_MODEL_RETRIES } from './agent/models/model.ts';
 import { ModelCatalog, readModelsFile } from './agent/models/model-catalog.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -96,6 +96,7 @@ async function main() {
       leaseTtlMs: config.FORKLINE_LEASE_TTL_MS,
       logger,
       security,
+      wsLiveness: livenessOptions(config),
       host: config.HOST,
       port: config.PORT,
       defaultModel: defaultModelOf(config),

@@ -19,7 +19,8 @@ import { systemClock, type Clock } from '../core/clock.ts';
 export const UNRESPONSIVE_CLOSE_CODE = 4408;
 /** After its close frame reached the kernel, a socket gets this long to finish the closing handshake. */
 const HANDSHAKE_MS = 5000;
-const DEFAULT_CLOSE_GRACE_MS = 5 * 60_000;
+/** A subscriber silent this long is closed; a closed one keeps what is queued ahead of its close frame this long. */
+export const DEFAULT_LIVENESS = { deadAfterMs: 60_000, closeGraceMs: 5 * 60_000 };
 
 export interface LivenessOptions {
   pingMs?: number;
@@ -38,14 +39,14 @@ export interface LivenessOptions {
  * set past what watchLiveness allows. (ws has the option; @types/ws lacks it.)
  */
 export function closingOptions(opts: LivenessOptions = {}): ServerOptions {
-  const closeTimeout = Math.max(opts.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS, opts.deadAfterMs ?? 60_000) + HANDSHAKE_MS;
+  const closeTimeout = Math.max(opts.closeGraceMs ?? DEFAULT_LIVENESS.closeGraceMs, opts.deadAfterMs ?? DEFAULT_LIVENESS.deadAfterMs) + HANDSHAKE_MS;
   return { closeTimeout } as ServerOptions;
 }
 
 export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) {
   const pingMs = opts.pingMs ?? 12_000;
-  const deadAfterMs = opts.deadAfterMs ?? 60_000;
-  const closeGraceMs = opts.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
+  const deadAfterMs = opts.deadAfterMs ?? DEFAULT_LIVENESS.deadAfterMs;
+  const closeGraceMs = opts.closeGraceMs ?? DEFAULT_LIVENESS.closeGraceMs;
   const clock = opts.clock ?? systemClock;
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     // The TCP socket ws writes to (its own reference is private): the upgrade request's (graphql/ws-delivery.ts says why).

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { textTurn } from '../helpers/text-turn.ts';
-import { loadConfig, securityOptions } from '../../src/config.ts';
+import { livenessOptions, loadConfig, securityOptions } from '../../src/config.ts';
 
 const TOKEN = 'stalled-readers-token-0123456789';
 const TENANT = 'acme';
@@ -195,5 +195,14 @@ describe('configuration', () => {
     expect(securityOptions(loadConfig({ FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS: '0' })).timeouts?.responseStallMs).toBe(0);
     expect(securityOptions(loadConfig({})).timeouts?.responseStallMs).toBe(60_000);
     expect(() => loadConfig({ FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS: '10' })).toThrow(/FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS/);
+  });
+
+  it('reads how long a silent WebSocket is kept from the environment, with its defaults', () => {
+    expect(livenessOptions(loadConfig({}))).toEqual({ deadAfterMs: 60_000, closeGraceMs: 300_000 });
+    expect(livenessOptions(loadConfig({ FORKLINE_WS_SILENCE_TIMEOUT_MS: '5000', FORKLINE_WS_CLOSE_GRACE_MS: '0' }))).toEqual({
+      deadAfterMs: 5000,
+      closeGraceMs: 0,
+    });
+    expect(() => loadConfig({ FORKLINE_WS_SILENCE_TIMEOUT_MS: '10' })).toThrow(/FORKLINE_WS_SILENCE_TIMEOUT_MS/);
   });
 });
