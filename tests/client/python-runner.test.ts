@@ -4,7 +4,7 @@
 // in two parts (the call before the tool runs): a turn completes; a fork
 // taken while the tool runs holds the call and closes it; a runner SIGKILLed
 // mid-tool leaves a turn repaired once (interrupted), and the next runner does
-// not run the tool again.
+// not run the tool again; a user's cancelTurn ends its turn cancelled.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -215,6 +215,38 @@ describe('a Python runner SIGKILLed while its tool runs', () => {
     expect(closers[0].data.content).toContain('has side effects');
     expect(doomed.effects()).toEqual(['start slow-kill@example.com']);
     expect(heir.effects()).toEqual(['start after@example.com', 'sent after@example.com']); // the killed call is not run again
+  }, 180_000);
+});
+
+describe("a user's cancelTurn on a turn a Python runner runs", () => {
+  it('ends the turn cancelled at the next renewal; the late result is refused; the next turn runs', async () => {
+    const runner = startPython('py-cancel', { POOL: 'py-cancel', LEASE_MS: '3000', TOOL_SECONDS: '6' });
+    const id = await create('py-cancel');
+    await send(id, 'slow-cancel@example.com');
+    await waitFor(() => runner.effects().includes('start slow-cancel@example.com'), { what: 'the tool to start', timeoutMs: 45_000 });
+    await gql(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id });
+    await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the cancelled turn', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${runner.output()}`);
+    });
+    // The tool cannot be stopped mid-run (a Python function): it ends, and its result is refused.
+    await waitFor(() => runner.effects().includes('sent slow-cancel@example.com'), { what: 'the tool to end', timeoutMs: 45_000 });
+    await send(id, 'after-cancel@example.com');
+    await waitFor(async () => turnEnds(await events(id)).length === 2, { what: 'the next turn', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${runner.output()}`);
+    });
+    const evs = await events(id);
+    const ends = turnEnds(evs);
+    expect(ends.map((e: any) => e.data.reason)).toEqual(['cancelled', 'completed']);
+    const call = evs.find((e: any) => e.type === 'model/message' && e.data.toolCalls?.length && e.seq < ends[0].seq);
+    expect(evs.filter((e: any) => e.type === 'tool/result' && e.data.callId === call.data.toolCalls[0].id)).toEqual([]); // the late result was refused
+    expect(evs.find((e: any) => e.type === 'step/end' && e.seq < ends[0].seq)?.data).toMatchObject({ reason: 'interrupted' });
+    expect(runner.effects()).toEqual([
+      'start slow-cancel@example.com',
+      'sent slow-cancel@example.com',
+      'start after-cancel@example.com',
+      'sent after-cancel@example.com',
+    ]);
+    expect(runner.child.exitCode).toBeNull(); // the runner went on serving its pool
   }, 180_000);
 });
 
