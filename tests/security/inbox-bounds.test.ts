@@ -261,6 +261,13 @@ const counts = async () =>
     )
   ).rows[0];
 
+/** The session has `eventCount` events and a full inbox again. */
+async function expectFull(id: string, eventCount: number) {
+  const after = await state(id);
+  expect(after.eventCount).toBe(eventCount);
+  expect(after.pendingInputs).toHaveLength(MAX_PENDING_INPUTS);
+}
+
 /** The same refusal as sendMessage's, in a door's own shape: its message and its code. */
 const inboxMessage = (id: string, detail: string) => expect.stringContaining(`session ${id} takes no more input now: inbox: ${detail}`);
 
@@ -278,10 +285,8 @@ describe('the inbox bounds hold at the AG-UI door (POST /agui)', () => {
     // The run started and showed its message; then the client let it go (HttpAgent ends an aborted run in its own RUN_ERROR).
     expect(taken.events.map((e) => e.type)).toEqual([EventType.RUN_STARTED, EventType.MESSAGES_SNAPSHOT, EventType.RUN_ERROR]);
     expect(taken.events[2]).toMatchObject({ code: 'abort' });
-    const after = await state(id);
     // Taken (inbox/remove, turn/start), then the run's message and its record (plugin/agui/run).
-    expect(after.eventCount).toBe(MAX_PENDING_INPUTS + 4);
-    expect(after.pendingInputs).toHaveLength(MAX_PENDING_INPUTS);
+    await expectFull(id, MAX_PENDING_INPUTS + 4);
   }, 60_000);
 
   it('a run whose message would pass the byte bound ends in RUN_ERROR, writing nothing', async () => {
@@ -338,9 +343,7 @@ describe('the inbox bounds hold at the AI SDK chat door (POST /chat)', () => {
 
     await takeOne(id, 'chat-full');
     expect(await chatSend(id, [userMessage('u3', 'fits again')])).toBeUndefined();
-    const after = await state(id);
-    expect(after.eventCount).toBe(MAX_PENDING_INPUTS + 3);
-    expect(after.pendingInputs).toHaveLength(MAX_PENDING_INPUTS);
+    await expectFull(id, MAX_PENDING_INPUTS + 3);
   }, 60_000);
 
   it('a message that would pass the byte bound is refused, writing nothing', async () => {
