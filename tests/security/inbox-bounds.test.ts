@@ -373,3 +373,20 @@ describe('the inbox bounds hold at the AI SDK chat door (POST /chat)', () => {
     expect((await state(id)).eventCount).toBe(65 + 3);
   }, 120_000);
 });
+
+describe('one input heavier than the whole byte bound', () => {
+  it('is refused at /agui and /chat by the body limit (413), before anything is written', async () => {
+    const id = await waitingSession('one-heavy', 1, 1);
+    const before = await counts();
+    const text = 'q'.repeat(MAX_PENDING_INPUT_BYTES + 1);
+    const agui = await aguiRun(id, 'heavy', text);
+    expect(agui.events).toEqual([]);
+    expect(agui.error).toMatchObject({ status: 413 });
+    const chat = await chatSend(id, [userMessage('u', text)]);
+    expect(chat?.errors[0].extensions).toMatchObject({ code: 'REQUEST_ENTITY_TOO_LARGE' });
+    expect(await counts()).toEqual(before);
+    // Still usable: a message that fits is queued.
+    expect(await chatSend(id, [userMessage('u2', 'light')])).toBeUndefined();
+    expect((await state(id)).pendingInputs).toHaveLength(2);
+  }, 60_000);
+});
