@@ -172,12 +172,17 @@ export function aguiHandler(opts: AguiOptions) {
 
     // The thread: an existing session (by id), a fork of it at a run's end, or a new session.
     let session: SessionRow;
+    let discardBranch: (() => Promise<void>) | undefined;
     if (input.parentRunId) {
       const parent = await store.requireSession(input.threadId);
       const cut = await runEndSeq(store, parent.id, input.parentRunId);
       if (typeof cut === 'string') return runError(cut, 'BAD_USER_INPUT');
-      const fork = await controller.forkSession(scope, parent.id, cut, {}, { key: `agui-fork:${input.runId}` });
+      const forkKey = { key: `agui-fork:${input.runId}` };
+      const fork = await controller.forkSession(scope, parent.id, cut, {}, forkKey);
       session = fork.session;
+      // The branch is the run's: a refused message (the inbox's bounds: the branch carries the inputs waiting at its cut)
+      // takes it back, with its key, so nothing of the run is left and a retry branches again.
+      discardBranch = async () => void (await controller.discardSession(scope, fork.session.id, forkKey));
     } else if (input.threadId.startsWith('ses_')) {
       session = await store.requireSession(input.threadId);
     } else {
@@ -192,7 +197,10 @@ export function aguiHandler(opts: AguiOptions) {
       // The thread as this request finds it, read before anything is queued: a client that leaves while it waits
       // has its read cancelled and sends nothing (a retry reads again below, through the seq its run recorded).
       const found = await snapshotHistory(store.log, sessionId, SNAPSHOT_EVENTS, session.eventCount - 1);
-      const sent = await controller.sendMessage(scope, sessionId, text, { key: `agui-run:${input.runId}` });
+      const sent = await controller.sendMessage(scope, sessionId, text, { key: `agui-run:${input.runId}` }).catch(async (err: unknown) => {
+        if (discardBranch && err instanceof ForklineError) await discardBranch();
+        throw err;
+      });
       // runId is the idempotency key: an input older than the session read above was
       // queued by an earlier request of this run. Such a retry records nothing new and
       // follows the run from its turn's start in the log (a finished run answers at once).

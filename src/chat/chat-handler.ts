@@ -158,10 +158,20 @@ export function chatHandler(opts: ChatOptions) {
     if (!again) return replyError(res, 400, 'BAD_USER_INPUT', `no input ${rerun} in the chat`, cors(req));
     parseInput(messageTextSchema, again, 'the regenerated message');
     // editMessage's cut, its message sent apart: the branch is listened to before anything is queued in it, as a new
-    // message is (sendAndStream), so its turn cannot start before the answer's stream is attached.
+    // message is (sendAndStream), so its turn cannot start before the answer's stream is attached. It becomes the
+    // chat's head once its message is queued; a refused message (the inbox's bounds: the branch carries the inputs
+    // waiting at its cut) takes the branch back, so a refused regenerate leaves the chat as it was.
     const fork = await controller.forkBeforeInput(scope, head.id, rerun);
-    await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id } }]);
-    return sendAndStream(req, res, scope, input.chatId, fork.session, again, key(fork.session));
+    return sendAndStream(req, res, scope, input.chatId, fork.session, again, key(fork.session), {
+      queued: async () => void (await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id } }])),
+      refused: async () => void (await controller.discardSession(scope, fork.session.id)),
+    });
+  }
+
+  /** A branch made for a message (a regenerate): what becomes of it once the message is queued, or refused. */
+  interface BranchMade {
+    queued: () => Promise<void>;
+    refused: () => Promise<void>;
   }
 
   /**
@@ -177,6 +187,7 @@ export function chatHandler(opts: ChatOptions) {
     session: SessionRow,
     text: string,
     idem: { key?: string },
+    branch?: BranchMade,
   ): Promise<void> {
     host.prewarm(session.id, session.eventCount);
     const before = session.eventCount - 1;
@@ -186,8 +197,10 @@ export function chatHandler(opts: ChatOptions) {
       sent = await controller.sendMessage(scope, session.id, text, idem);
     } catch (err) {
       await early.return?.();
+      if (branch && err instanceof ForklineError) await branch.refused();
       throw err;
     }
+    await branch?.queued();
     const meta = { chatId, sessionId: session.id, inputId: sent.inputId };
     if (sent.event.seq > before) return stream(res, req, scope, meta, early);
     // A retried send names its earlier input: its answer is followed from there, as a resumed one is.

@@ -147,7 +147,8 @@ export class SessionController {
    * editMessage's cut (right before the inbox/add that queued `inputId`) with
    * nothing queued in the child: a door that streams the child's answer
    * listens to it first and then sends the message (POST /chat's regenerate),
-   * so the child's turn cannot start before its stream is attached.
+   * so the child's turn cannot start before its stream is attached; a refused
+   * message takes the child back (discardSession).
    */
   async forkBeforeInput(scope: Scope, sessionId: string, inputId: string): Promise<ForkResult> {
     return this.fork(scope, 'forkBeforeInput', sessionId, { beforeInput: inputId }, {}, {});
@@ -278,7 +279,7 @@ export class SessionController {
    * FORKLINE_MAX_IMPORTS_PER_TENANT running or waiting is refused, RATE_LIMITED: import-slots.ts). `limits.signal` aborted (the
    * uploader went) before the import returns: nothing is kept — it leaves the
    * queue, the import rolls back, or, aborted while it committed, its session is discarded
-   * (discardImport) — and this rejects with the signal's reason.
+   * (discardSession) — and this rejects with the signal's reason.
    */
   async importRecording(
     scope: Scope,
@@ -350,18 +351,20 @@ export class SessionController {
     }
     const session = await run;
     // Only a session this call made: a retry answered with an earlier call's session leaves it be.
-    if (limits.signal?.aborted && imported && (await this.discardImport(scope, imported, idem))) limits.signal.throwIfAborted();
+    if (limits.signal?.aborted && imported && (await this.discardSession(scope, imported, idem))) limits.signal.throwIfAborted();
     return session;
   }
 
   /**
-   * Undoes an import whose caller went before it was answered, so a cancelled
-   * import keeps nothing whenever it was cancelled: its session (and the
-   * idempotency key naming it, so a retry with the key imports again) go in
+   * Undoes a session a call just made for a purpose that failed, so nothing of
+   * it is kept: an import whose caller went before it was answered (whenever it
+   * was cancelled), or a door's branch whose message was refused (POST /chat's
+   * regenerate, an AG-UI run from a parentRunId). The session and the
+   * idempotency key naming it (so a retry with the key makes it again) go in
    * one transaction. False when it is kept: forked already (its child shares
    * its events), or gone already.
    */
-  async discardImport(scope: Scope, sessionId: string, idem: Idempotency = {}): Promise<boolean> {
+  async discardSession(scope: Scope, sessionId: string, idem: Idempotency = {}): Promise<boolean> {
     const { key } = idem;
     try {
       const ids = await this.store.deleteSession(scope, sessionId, {

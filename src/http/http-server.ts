@@ -96,7 +96,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
   const upload = recordingUpload({
     importRecording: (scope, source, idem, limits) => opts.services.controller.importRecording(scope, source, idem, limits),
-    discardImport: (scope, sessionId, idem) => opts.services.controller.discardImport(scope, sessionId, idem),
+    discardImport: (scope, sessionId, idem) => opts.services.controller.discardSession(scope, sessionId, idem),
     importRefusal: (tenant) => opts.services.controller.importRefusal(tenant),
     guard,
     log,

@@ -48,7 +48,7 @@ export interface RecordingUploadOptions {
    * undefined: asked before the body is read.
    */
   importRefusal?: (tenant: string) => { message: string; details?: { retryAfterSeconds?: unknown } } | undefined;
-  /** Undoes an import whose uploader went before its answer (SessionController.discardImport); false: kept. */
+  /** Undoes an import whose uploader went before its answer (SessionController.discardSession); false: kept. */
   discardImport: (scope: { tenant: string }, sessionId: string, idem: Idempotency) => Promise<boolean>;
   /** Who is calling and from where: the guard of every door. */
   guard: Guard;
