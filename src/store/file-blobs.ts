@@ -48,6 +48,21 @@ const BLOB_PAGE = 500;
 /** Bytes of contents read per statement for a recording's blob lines and a restored tree (recordingBlobs, agent/file-workspace.ts). */
 export const CONTENT_PAGE_BYTES = 16 * 1024 * 1024;
 
+/** Contents laid end to end for one bytea parameter: where each starts, 1-based as Postgres's substring counts. */
+class Contents {
+  readonly #parts: Uint8Array[] = [];
+  #bytes = 0;
+  add(content: Uint8Array): number {
+    this.#parts.push(content);
+    this.#bytes += content.byteLength;
+    return this.#bytes - content.byteLength + 1;
+  }
+  /** A Buffer: pg sends a Buffer parameter as binary, anything else as text. */
+  joined(): Buffer {
+    return Buffer.concat(this.#parts, this.#bytes);
+  }
+}
+
 /** Stored content that is not what its hash names (a row changed since it was stored, a chunk list that lost a chunk): never served or written. */
 export class ContentMismatchError extends Error {
   constructor(
@@ -241,13 +256,22 @@ export class FileBlobs {
   async put(sessionId: string, blobs: ReadonlyArray<{ hash: string; content: Uint8Array }>, db: Db = this.pool): Promise<void> {
     if (blobs.length === 0) return;
     const unique = [...new Map(blobs.map((b) => [b.hash, b])).values()];
-    const chunks = new Map<string, Buffer>();
+    // Every content (a small blob's, a big one's chunks) goes as one bytea parameter, sent binary, and each row takes
+    // its slice (1-based offset): a bytea[] parameter would go as text, each byte as two hex digits, so a batch of
+    // contents would become several strings of twice its size on the heap before it was sent.
+    const bytes = new Contents();
+    const chunks = new Map<string, { size: number; at: number }>();
     const links: { blob: string[]; idx: number[]; chunk: string[] } = { blob: [], idx: [], chunk: [] };
+    const at: Array<number | null> = [];
     for (const b of unique) {
-      if (!isChunked(b.content.byteLength)) continue;
+      if (!isChunked(b.content.byteLength)) {
+        at.push(bytes.add(b.content));
+        continue;
+      }
+      at.push(null);
       chunksOf(b.content).forEach((c, idx) => {
         const hash = sha256(c);
-        if (!chunks.has(hash)) chunks.set(hash, Buffer.from(c));
+        if (!chunks.has(hash)) chunks.set(hash, { size: c.byteLength, at: bytes.add(c) });
         links.blob.push(b.hash);
         links.idx.push(idx);
         links.chunk.push(hash);
@@ -256,10 +280,10 @@ export class FileBlobs {
     await db.query(
       `WITH c AS (
          INSERT INTO "FileChunk" (hash, size, content)
-         SELECT * FROM unnest($5::text[], $6::int[], $7::bytea[]) ON CONFLICT (hash) DO NOTHING
+         SELECT h, s, substring($7::bytea from a for s) FROM unnest($5::text[], $6::int[], $12::int[]) x(h, s, a) ON CONFLICT (hash) DO NOTHING
        ), b AS (
          INSERT INTO "FileBlob" (hash, size, content)
-         SELECT * FROM unnest($2::text[], $3::int[], $4::bytea[]) ON CONFLICT (hash) DO NOTHING RETURNING hash
+         SELECT h, s, substring($7::bytea from a for s) FROM unnest($2::text[], $3::int[], $4::int[]) x(h, s, a) ON CONFLICT (hash) DO NOTHING RETURNING hash
        ), l AS (
          INSERT INTO "FileBlobChunk" ("blobHash", idx, "chunkHash")
          SELECT bh, i, ch FROM unnest($8::text[], $9::int[], $10::text[]) x(bh, i, ch) WHERE bh IN (SELECT hash FROM b)
@@ -270,14 +294,15 @@ export class FileBlobs {
         sessionId,
         unique.map((b) => b.hash),
         unique.map((b) => b.content.byteLength),
-        unique.map((b) => (isChunked(b.content.byteLength) ? null : Buffer.from(b.content))),
+        at,
         [...chunks.keys()],
-        [...chunks.values()].map((c) => c.byteLength),
-        [...chunks.values()],
+        [...chunks.values()].map((c) => c.size),
+        bytes.joined(),
         links.blob,
         links.idx,
         links.chunk,
         await this.log.treeOf(sessionId, db),
+        [...chunks.values()].map((c) => c.at),
       ],
     );
   }

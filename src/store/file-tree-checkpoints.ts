@@ -15,7 +15,7 @@ import type pg from 'pg';
 import { foldFileTree, type FileEntry, type FileTree } from '../core/file-tree.ts';
 import type { Segment } from './lineage.ts';
 import { nearestCheckpoint } from './nearest-checkpoint.ts';
-import { MAX_SEQ, type Db, type LogRef, type SessionLog } from './session-log.ts';
+import { CHANGE_SET_PAGE, MAX_SEQ, type ChangeSetPage, type Db, type LogRef, type SessionLog } from './session-log.ts';
 
 /**
  * Change sets folded between checkpoints. A checkpoint stores the whole tree
@@ -43,6 +43,8 @@ export class FileTreeCheckpoints {
   constructor(
     private readonly pool: pg.Pool,
     private readonly log: SessionLog,
+    /** Change sets read per page when a read folds a history (default CHANGE_SET_PAGE). */
+    private readonly page: ChangeSetPage = CHANGE_SET_PAGE,
   ) {}
 
   /** The tree as of `atSeq` (default: the end of the log): the nearest checkpoint and the change sets after it. */
@@ -52,13 +54,18 @@ export class FileTreeCheckpoints {
     const at = segments[segments.length - 1].toSeq;
     const base = await this.nearest(segments, db);
     const tree = base ? decode(base.tree) : new Map<string, FileEntry>();
-    const changeSets = await this.log.fileChangeSets(ref, at, db, base?.seq ?? 0);
-    const kept: Kept[] = [];
-    changeSets.forEach((c, i) => {
-      foldFileTree([c], tree);
-      if ((i + 1) % CHECKPOINT_EVERY === 0) kept.push({ ...storedAt(segments, c.seq + 1), seq: c.seq + 1, tree: encode(tree) });
-    });
-    if (kept.length) await this.keep(kept);
+    // A page at a time, its checkpoints stored as it ends: the first read of a long history (an imported one of
+    // thousands of change sets) holds one page of it and the trees folded in that page, not the history and a
+    // tree per CHECKPOINT_EVERY change sets of it.
+    let folded = 0;
+    for await (const page of this.log.fileChangeSetPages(ref, at, this.page, db, base?.seq ?? 0)) {
+      const kept: Kept[] = [];
+      for (const c of page) {
+        foldFileTree([c], tree);
+        if (++folded % CHECKPOINT_EVERY === 0) kept.push({ ...storedAt(segments, c.seq + 1), seq: c.seq + 1, tree: encode(tree) });
+      }
+      if (kept.length) await this.keep(kept);
+    }
     return tree;
   }
 

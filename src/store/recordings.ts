@@ -26,8 +26,8 @@ import type { ChangeSetPage } from './session-log.ts';
 export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>);
 
 /** File contents are written this many at a time, or as soon as they hold this many bytes of base64 (one line can hold 16 MiB). */
-const BLOB_BATCH_SIZE = 100;
-const BLOB_BATCH_BYTES = 4 * 1024 * 1024;
+export const BLOB_BATCH_SIZE = 100;
+export const BLOB_BATCH_BYTES = 4 * 1024 * 1024;
 
 /**
  * The session as recording lines (format V4), newline-terminated, read page by

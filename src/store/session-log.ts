@@ -767,15 +767,17 @@ export class SessionLog {
    * sets and at most `pageBytes` of their data (or one larger change set), so
    * a reader of a whole history (an import's check, an export's contents)
    * holds one page of it, never the history. Each page's sizes are read
-   * first, without the data, then the data of those that fit.
+   * first, without the data, then the data of those that fit. From seq
+   * `fromSeq` on (a tree read starts after its checkpoint).
    */
   async *fileChangeSetPages(
     ref: LogRef,
     toSeq = MAX_SEQ,
     page: ChangeSetPage = CHANGE_SET_PAGE,
     db: Db = this.pool,
+    fromSeq = 0,
   ): AsyncGenerator<Array<{ seq: number; data: FilesChangeData }>> {
-    for (let from = 0; ;) {
+    for (let from = fromSeq; ;) {
       const sizes = await this.changeSetScan<{ seq: number; b: number }>(ref, toSeq, 'ASC', page.pageSize, db, from, `${DATA_BYTES} AS b`);
       if (sizes.length === 0) return;
       let n = 1;

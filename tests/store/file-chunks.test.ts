@@ -138,3 +138,24 @@ describe('a big file', () => {
     expect((await app.services.store.files.contents([a.hash, b.hash])).size).toBe(0);
   });
 });
+
+describe('one put of many contents', () => {
+  it('stores each byte-exact: empty, every byte value, chunked with a repeated chunk, one named twice, one stored before', async () => {
+    const id = (await app.services.store.createSession(scope, { title: 'one put' })).id;
+    const all = Buffer.from(Array.from({ length: 4 * 256 }, (_, i) => i % 256)); // NUL, backslash, quotes, 0xff
+    const repeated = Buffer.alloc(3 * CHUNK_MAX, 7); // one chunk's bytes again and again
+    const mixed = Buffer.concat([all, Buffer.from(bigText(2 * CHUNK_MAX, 'mixed')), all]);
+    const before = { content: Buffer.from('stored before') };
+    await app.services.store.files.put(id, [{ hash: sha256(before.content), ...before }]);
+    const contents = [Buffer.alloc(0), all, repeated, mixed, before.content, all];
+    expect(contents.filter((c) => isChunked(c.byteLength))).toHaveLength(2);
+    await app.services.store.files.put(
+      id,
+      contents.map((content) => ({ hash: sha256(content), content })),
+    );
+    const read = await app.services.store.files.contents(contents.map(sha256));
+    expect(read.size).toBe(5);
+    for (const c of contents) expect(Buffer.compare(read.get(sha256(c))!, c), `${c.byteLength} bytes`).toBe(0);
+    expect(await app.services.store.files.storedSizes(contents.map(sha256))).toEqual(new Map(contents.map((c) => [sha256(c), c.byteLength])));
+  });
+});

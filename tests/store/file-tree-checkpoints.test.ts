@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldFileTree, listTree } from '../../src/core/file-tree.ts';
 import { sha256 } from '../../src/store/file-blobs.ts';
-import { CHECKPOINT_EVERY } from '../../src/store/file-tree-checkpoints.ts';
+import { CHECKPOINT_EVERY, FileTreeCheckpoints } from '../../src/store/file-tree-checkpoints.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { fileCallEvents } from '../helpers/file-calls.ts';
 
@@ -78,12 +78,15 @@ describe('tree reads through checkpoints', () => {
 
   it('a read folds fewer than CHECKPOINT_EVERY change sets once checkpoints exist, inherited ones included', async () => {
     const log = app.services.store.log;
-    const original = log.fileChangeSets.bind(log);
+    const original = log.fileChangeSetPages.bind(log);
     const folded: number[] = [];
-    log.fileChangeSets = async (...args: Parameters<typeof log.fileChangeSets>) => {
-      const sets = await original(...args);
-      folded.push(sets.length);
-      return sets;
+    log.fileChangeSetPages = async function* (...args: Parameters<typeof log.fileChangeSetPages>) {
+      let sets = 0;
+      for await (const page of original(...args)) {
+        sets += page.length;
+        yield page;
+      }
+      folded.push(sets);
     };
     try {
       for (const [id, end] of [
@@ -98,7 +101,7 @@ describe('tree reads through checkpoints', () => {
         expect(listTree(tree)).toEqual(await plainTree(id, end));
       }
     } finally {
-      log.fileChangeSets = original;
+      log.fileChangeSetPages = original;
     }
     // The fork wrote none under the parent's seqs it already had, and its own past them.
     const { rows } = await app.db.pool.query<{ sessionId: string; seq: number }>('SELECT "sessionId", seq FROM "FileTreeCheckpoint" WHERE "sessionId" = $1', [
@@ -117,4 +120,39 @@ describe('tree reads through checkpoints', () => {
       for (const seq of seqsOf(end)) expect((await app.ok(FILES, { id, a: seq })).session.files, `${id} at ${seq}`).toEqual(await plainTree(id, seq));
     }
   });
+});
+
+describe('the first read of a long history', () => {
+  it('folds it a page of change sets at a time (never the history at once), and equals the plain fold', async () => {
+    const id = (await app.services.store.createSession(scope, { title: 'paged' })).id;
+    await appendCalls(id, 0, 3 * CHECKPOINT_EVERY + 5, 'paged');
+    const end = (await app.services.store.getSession(scope, id))!.eventCount - 1;
+    const log = app.services.store.log;
+    const reads: number[] = [];
+    const { fileChangeSets, fileChangeSetPages } = log;
+    // Every way a history is read, so a reader that loads it whole shows here too.
+    log.fileChangeSets = async (...args: Parameters<typeof log.fileChangeSets>) => {
+      const sets = await fileChangeSets.apply(log, args);
+      reads.push(sets.length);
+      return sets;
+    };
+    log.fileChangeSetPages = async function* (...args: Parameters<typeof log.fileChangeSetPages>) {
+      for await (const page of fileChangeSetPages.apply(log, args)) {
+        reads.push(page.length);
+        yield page;
+      }
+    };
+    let tree;
+    try {
+      tree = await new FileTreeCheckpoints(app.db.pool, log, { pageSize: 7, pageBytes: 64 * 1024 * 1024 }).tree(id, end);
+    } finally {
+      Object.assign(log, { fileChangeSets, fileChangeSetPages });
+    }
+    expect(reads.reduce((a, b) => a + b, 0)).toBe(3 * CHECKPOINT_EVERY + 5);
+    expect(Math.max(...reads)).toBeLessThanOrEqual(7);
+    expect(listTree(tree)).toEqual(await plainTree(id, end));
+    // Its checkpoints were stored as the pages went by: the next read folds the last 5 change sets only.
+    const { rows } = await app.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM "FileTreeCheckpoint" WHERE "sessionId" = $1', [id]);
+    expect(rows[0].n).toBe(3);
+  }, 120_000);
 });
