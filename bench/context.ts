@@ -3,13 +3,24 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { pgConfigFromUrl } from '../src/db/pg-config.ts';
 import { ensureDatabase, migrate } from '../src/db/migrate.ts';
 import { openDatabase, type Database } from '../src/db/database.ts';
 import { SessionStore } from '../src/store/session-store.ts';
 import { toolEffectOf } from '../src/agent/tools.ts';
 
 export const QUICK = process.env.BENCH_QUICK === '1';
+
+/**
+ * BENCH_COUNTS=1: the embedded Postgres loads pg_stat_statements, and the
+ * `turns` runs report per turn what the database did (statements, WAL,
+ * row updates and how many were HOT) from counters that do not depend on the
+ * machine's load. Off by default: the extension's own work per statement is
+ * then not in the timed figures.
+ */
+export const COUNTS = process.env.BENCH_COUNTS === '1';
 
 export interface BenchContext {
   databaseUrl: string;
@@ -24,15 +35,25 @@ export async function openBenchContext(): Promise<BenchContext> {
   if (!databaseUrl) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-bench-'));
     fs.chmodSync(dir, 0o755);
-    const pg = await startEmbeddedPostgres(path.join(dir, 'pg'));
-    databaseUrl = `${pg.serverUrl}/forkline_bench`;
+    const embedded = await startEmbeddedPostgres(path.join(dir, 'pg'), () => {}, {
+      settings: COUNTS ? ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'] : [],
+    });
+    databaseUrl = `${embedded.serverUrl}/forkline_bench`;
     stopEmbedded = async () => {
-      await pg.stop();
+      await embedded.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     };
   }
   await ensureDatabase(databaseUrl);
   await migrate(databaseUrl);
+  if (COUNTS) {
+    const admin = new pg.Pool({ ...pgConfigFromUrl(databaseUrl), max: 1 });
+    // Elsewhere (BENCH_DATABASE_URL) only where that server loads it and lets this user create it: else no statement figures.
+    await admin
+      .query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
+      .catch(() => {})
+      .finally(() => admin.end());
+  }
   // Named apart from the servers the benches start, so counts of their connections leave it out.
   const db = openDatabase(`${databaseUrl}${databaseUrl.includes('?') ? '&' : '?'}application_name=forkline-bench`, { max: 40 });
   return {

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { APPLICATION_NAME, pgConfigFromUrl } from '../src/db/pg-config.ts';
-import { percentile, QUICK, round, type BenchContext } from './context.ts';
+import { COUNTS, percentile, QUICK, round, type BenchContext } from './context.ts';
 
 /**
  * CPU time (user + system, ms) and context switches (voluntary and not) of the
@@ -97,6 +97,38 @@ export async function statementTotals(admin: pg.Pool) {
     return undefined; // not loaded, or the extension not created in this database
   }
 }
+
+/** Where the database's WAL insertion has got to: the bytes between two of them are what was written between (every process's). */
+async function walPosition(admin: pg.Pool): Promise<string> {
+  const { rows } = await admin.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+  return rows[0].lsn;
+}
+
+async function walBytesBetween(admin: pg.Pool, from: string, to: string): Promise<number> {
+  const { rows } = await admin.query<{ bytes: string }>('SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn) AS bytes', [from, to]);
+  return Number(rows[0].bytes);
+}
+
+/** Rows inserted, updated and HOT-updated in "Session" and "Event" so far (pg_stat_user_tables). */
+async function rowTotals(admin: pg.Pool) {
+  const { rows } = await admin.query<{ relname: string; ins: string; upd: string; hot: string }>(
+    `SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname IN ('Session', 'Event')`,
+  );
+  const of = (name: string) => {
+    const r = rows.find((x) => x.relname === name);
+    return { ins: Number(r?.ins ?? 0), upd: Number(r?.upd ?? 0), hot: Number(r?.hot ?? 0) };
+  };
+  return { session: of('Session'), event: of('Event') };
+}
+
+/**
+ * A backend sends its table counters to pg_stat_user_tables at most once a
+ * second while busy and within 10 s once idle (Postgres's cumulative
+ * statistics): read right after the warm-up or the window, they would leave
+ * part of it out or count part of the warm-up in. BENCH_COUNTS waits this long
+ * on each side of the window, outside the timed part.
+ */
+const STATS_SETTLE_MS = 11_000;
 
 interface Server {
   url: string;
@@ -367,7 +399,10 @@ export async function runTurns(
       postgres: processTotals(isOurPostgres, postmaster),
       bench: processTotals((pid) => pid === process.pid),
     });
+    if (COUNTS) await new Promise((r) => setTimeout(r, STATS_SETTLE_MS));
+    const rows0 = COUNTS ? await rowTotals(admin) : undefined;
     const statements0 = await statementTotals(admin);
+    const wal0 = await walPosition(admin);
     const cpu0 = cpu();
     const t0 = performance.now();
     const sendTimes = await sendAll(ids, message, retried);
@@ -375,7 +410,10 @@ export async function runTurns(
     await waitAnswered(admin, ids, t0);
     const elapsed = performance.now() - t0;
     const cpu1 = cpu();
+    const wal1 = await walPosition(admin);
     const statements1 = await statementTotals(admin);
+    if (COUNTS) await new Promise((r) => setTimeout(r, STATS_SETTLE_MS));
+    const rows1 = COUNTS ? await rowTotals(admin) : undefined;
     sendTimes.sort((a, b) => a - b);
     const answered = await admin.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = ANY($1) AND type = 'turn/end' AND data->>'reason' = 'completed'`,
@@ -405,6 +443,17 @@ export async function runTurns(
               walRecords: round((statements1.wal - statements0.wal) / sessions, 1),
             }
           : undefined,
+      // WAL the database wrote over the window, per turn (its checkpoints' and autovacuum's too, when they ran then).
+      walBytesPerTurn: Math.round((await walBytesBetween(admin, wal0, wal1)) / sessions),
+      // BENCH_COUNTS: rows written per turn; a Session update that is HOT writes no index entry.
+      rowsPerTurn:
+        rows0 && rows1
+          ? {
+              eventInserts: round((rows1.event.ins - rows0.event.ins) / sessions, 2),
+              sessionUpdates: round((rows1.session.upd - rows0.session.upd) / sessions, 2),
+              sessionHotUpdates: round((rows1.session.hot - rows0.session.hot) / sessions, 2),
+            }
+          : undefined,
       // How much of the machine those three kept busy: near 100%, a second process can only share it.
       busyPercent: round(
         (100 * (cpu1.servers.cpuMs - cpu0.servers.cpuMs + cpu1.postgres.cpuMs - cpu0.postgres.cpuMs + cpu1.bench.cpuMs - cpu0.bench.cpuMs)) /
@@ -432,6 +481,19 @@ export async function runTurns(
 const ROUNDS = QUICK ? 1 : 3;
 
 type Run = Awaited<ReturnType<typeof runTurns>>;
+
+/** What the database did per turn of a run: WAL bytes always; statements with pg_stat_statements; rows with BENCH_COUNTS. */
+function databasePerTurn(run: Run): string {
+  const st = run.postgresStatementsPerTurn;
+  const rows = run.rowsPerTurn;
+  return [
+    `WAL ${run.walBytesPerTurn} B`,
+    st ? `statements ${st.calls} (appends ${st.appendStatements}), WAL records ${st.walRecords}, buffers ${st.buffers}` : undefined,
+    rows ? `Session updates ${rows.sessionUpdates} (HOT ${rows.sessionHotUpdates}), Event rows ${rows.eventInserts}` : undefined,
+  ]
+    .filter(Boolean)
+    .join('; ');
+}
 const median = (runs: Run[]): Run => [...runs].sort((a, b) => a.turnsPerSec - b.turnsPerSec)[Math.floor(runs.length / 2)];
 
 export async function benchTurns(ctx: BenchContext) {
@@ -464,6 +526,8 @@ export async function benchTurns(ctx: BenchContext) {
     onePeakConnections: Math.max(...ones.map((o) => o.peakConnections)),
     oneCpuMsPerTurn: `server ${one.serverCpuMsPerTurn}, postgres ${one.postgresCpuMsPerTurn}, load ${one.loadCpuMsPerTurn} (machine ${one.busyPercent}% busy)`,
     twoCpuMsPerTurn: `servers ${two.serverCpuMsPerTurn}, postgres ${two.postgresCpuMsPerTurn}, load ${two.loadCpuMsPerTurn} (machine ${two.busyPercent}% busy)`,
+    oneDatabasePerTurn: databasePerTurn(one),
+    twoDatabasePerTurn: databasePerTurn(two),
     contextSwitchesPerTurn: `one: server ${one.serverSwitchesPerTurn}, postgres ${one.postgresSwitchesPerTurn}; two: servers ${two.serverSwitchesPerTurn}, postgres ${two.postgresSwitchesPerTurn}`,
     twoPeakConnections: Math.max(...twos.map((t) => t.peakConnections)),
     twoSharedPoolPeakConnections: twoShared.peakConnections,

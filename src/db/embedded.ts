@@ -161,7 +161,12 @@ async function loadEmbeddedPostgres() {
 export async function startEmbeddedPostgres(
   dataDir: string,
   log: (m: string) => void = () => {},
-  opts: { port?: number; resolve?: (name: string) => unknown } = {},
+  opts: {
+    port?: number;
+    resolve?: (name: string) => unknown;
+    /** More server settings (`name=value`, each passed as `-c`): the bench loads pg_stat_statements so. */
+    settings?: readonly string[];
+  } = {},
 ): Promise<EmbeddedDatabase> {
   embeddedPostgresPackage(opts.resolve); // before anything touches the data directory
   const databaseDir = path.resolve(dataDir);
@@ -206,6 +211,7 @@ export async function startEmbeddedPostgres(
         'max_connections=500',
         '-c',
         'fsync=on',
+        ...(opts.settings ?? []).flatMap((setting) => ['-c', setting]),
       ],
     });
     const removeSocketDir = () => {

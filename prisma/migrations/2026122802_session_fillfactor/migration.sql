@@ -1,0 +1,11 @@
+-- Room on each page of "Session" for a row's next version. Every append moves
+-- "updatedAt", which (tenant, updatedAt, id) and the runnable index hold, so an
+-- append is never a HOT update; but a claim, a lease renewal or a release that
+-- changes only unindexed columns ("leaseOwner", "leaseExpiresAt", "leaseToken")
+-- is HOT only when the new version fits on the row's own page, and an append's
+-- new version that does not fit goes to another page (a second page dirtied and
+-- a lock record in the WAL). Sessions are appended to all their life: a page
+-- filled to the brim at insert has no room for either (docs/benchmarks.md,
+-- "Index entries per turn").
+-- Only pages written from now on keep the room; existing ones fill as they are.
+ALTER TABLE "Session" SET (fillfactor = 80);
