@@ -205,6 +205,7 @@ const envSchema = z
     FORKLINE_MAX_HELD_REQUEST_CHARS: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxHeldRequestChars),
     FORKLINE_MAX_RECORDING_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingBytes),
     FORKLINE_MAX_RECORDING_LINE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingLineBytes),
+    FORKLINE_MAX_RECORDING_CONTENTS: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxRecordingContents),
     FORKLINE_MAX_UPLOADS_PER_TENANT: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.uploadsPerTenant),
     FORKLINE_UPLOAD_SPOOL_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.uploadSpoolMaxBytes),
     FORKLINE_WS_MAX_BUFFERED_BYTES: z.coerce
@@ -314,6 +315,7 @@ export function securityOptions(config: Config): SecurityOptions {
     maxRequestKeys: config.FORKLINE_MAX_REQUEST_KEYS,
     maxRecordingBytes: config.FORKLINE_MAX_RECORDING_BYTES,
     maxRecordingLineBytes: config.FORKLINE_MAX_RECORDING_LINE_BYTES,
+    maxRecordingContents: config.FORKLINE_MAX_RECORDING_CONTENTS,
     uploadsPerTenant: config.FORKLINE_MAX_UPLOADS_PER_TENANT,
     uploadSpoolMaxBytes: config.FORKLINE_UPLOAD_SPOOL_MAX_BYTES,
     wsMaxBufferedBytes: config.FORKLINE_WS_MAX_BUFFERED_BYTES,

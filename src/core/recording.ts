@@ -27,6 +27,13 @@ export const MAX_STRING_RECORDING_BYTES = 8 * 1024 * 1024;
  * whatever the recording's size.
  */
 export const MAX_RECORDING_LINE_BYTES = 16 * 1024 * 1024;
+/**
+ * Distinct file contents one recording's change sets may name. The validator
+ * keeps each named one (32 bytes and a map entry, about 80 bytes of heap) until
+ * the recording ends, since its content may come in any later line: this bounds
+ * that map at about 80 MB whatever the recording's size.
+ */
+export const MAX_RECORDING_CONTENTS = 1_000_000;
 
 export const recordingHeaderSchema = z.strictObject({
   format: z.literal(RECORDING_FORMAT),
@@ -166,9 +173,14 @@ export class RecordingValidator {
    * contents is held at about a third of what those took.
    */
   #named = new Map<string, boolean>();
+  readonly #maxContents: number;
   #lastTurnFailed = false;
   /** The file content of the last line pushed, when it was one (undefined after an event line). */
   blob?: RecordingBlob;
+
+  constructor(opts: { maxContents?: number } = {}) {
+    this.#maxContents = opts.maxContents ?? MAX_RECORDING_CONTENTS;
+  }
 
   /** Validates the next line: undefined for the header, else the event. */
   push(text: string): RecordingEvent | undefined {
@@ -229,8 +241,15 @@ export class RecordingValidator {
     if (broken) throw this.#fail(broken.rule, broken.detail);
     this.#state.apply(event);
     this.#trackSeed(event);
-    if (event.type === FILES_CHANGE)
+    if (event.type === FILES_CHANGE) {
       for (const c of (data as FilesChangeData).changes) if (c.hash && !this.#named.has(contentKey(c.hash))) this.#named.set(contentKey(c.hash), false);
+      if (this.#named.size > this.#maxContents) {
+        throw this.#fail(
+          'file content',
+          `the recording's change sets name more than ${this.#maxContents} distinct file contents (FORKLINE_MAX_RECORDING_CONTENTS)`,
+        );
+      }
+    }
     const end = dataOf(event, 'turn/end');
     if (end) this.#lastTurnFailed = end.reason === 'failed';
     return event;

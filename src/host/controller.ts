@@ -285,7 +285,7 @@ export class SessionController {
     scope: Scope,
     source: RecordingSource,
     idem: Idempotency = {},
-    limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal } = {},
+    limits: { maxBytes?: number; maxLineBytes?: number; maxContents?: number; signal?: AbortSignal } = {},
   ): Promise<SessionRow> {
     // Counted from here to its answer, through every door (POST /recordings, the mutation over HTTP and graphql-ws):
     // past the tenant's share it is refused before it waits or holds anything more.
@@ -311,7 +311,7 @@ export class SessionController {
     scope: Scope,
     source: RecordingSource,
     idem: Idempotency,
-    limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal },
+    limits: { maxBytes?: number; maxLineBytes?: number; maxContents?: number; signal?: AbortSignal },
   ): Promise<SessionRow> {
     let imported: string | undefined;
     // The same key imported here already (a client that sent twice at once): the first import's outcome first, then

@@ -103,6 +103,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     spoolDir: opts.uploadDir,
     maxBytes: opts.security?.maxRecordingBytes ?? DEFAULT_LIMITS.maxRecordingBytes,
     maxLineBytes: opts.security?.maxRecordingLineBytes,
+    maxContents: opts.security?.maxRecordingContents,
     uploadsPerTenant: opts.security?.uploadsPerTenant,
     spoolMaxBytes: opts.security?.uploadSpoolMaxBytes,
   });

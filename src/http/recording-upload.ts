@@ -41,7 +41,7 @@ export interface RecordingUploadOptions {
     scope: { tenant: string },
     source: RecordingSource,
     idem: Idempotency,
-    limits: { maxBytes: number; maxLineBytes: number; signal: AbortSignal },
+    limits: { maxBytes: number; maxLineBytes: number; maxContents?: number; signal: AbortSignal },
   ) => Promise<SessionRow>;
   /**
    * Why an import of the tenant would be refused now (SessionController.importRefusal: its import share is full), or
@@ -56,6 +56,8 @@ export interface RecordingUploadOptions {
   maxBytes?: number;
   /** Longest line of a recording (an event, or a file content in base64). */
   maxLineBytes?: number;
+  /** Distinct file contents a recording's change sets may name (default MAX_RECORDING_CONTENTS). */
+  maxContents?: number;
   /** Uploads one tenant may have in progress at once (spooling or importing). */
   uploadsPerTenant?: number;
   /** Bytes all uploads in progress may spool together (the disk the spool takes at most). */
@@ -217,7 +219,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       const idem = { key, requestHash: hash.digest('hex') };
       progress = wantsProgress(req) ? new ImportProgress(res, bytes) : undefined;
       const read = () => (progress ? progress.counting(fs.createReadStream(spool)) : fs.createReadStream(spool));
-      const session = await opts.importRecording({ tenant }, read, idem, { maxBytes, maxLineBytes, signal: gone.signal });
+      const session = await opts.importRecording({ tenant }, read, idem, { maxBytes, maxLineBytes, maxContents: opts.maxContents, signal: gone.signal });
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       release();
       // Gone since the import returned: the cancel still wins (no await between this check and the answer).

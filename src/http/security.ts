@@ -2,7 +2,7 @@
 // operations"). The guard (guard.ts) enforces them at every door; the
 // GraphQL limits among them are yoga plugins (http/graphql/graphql-handler.ts).
 import { isIP } from 'node:net';
-import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
+import { MAX_RECORDING_BYTES, MAX_RECORDING_CONTENTS, MAX_RECORDING_LINE_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
 import { DEFAULT_MAX_REQUEST_KEYS, DEFAULT_MAX_REQUEST_MESSAGES, DEFAULT_MAX_REQUEST_VALUES } from '../core/resent-conversation.ts';
 import type { ConnectionCaps } from './connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
@@ -42,6 +42,8 @@ export interface SecurityOptions {
   maxRecordingBytes?: number;
   /** Longest line of a recording POST /recordings imports (FORKLINE_MAX_RECORDING_LINE_BYTES). */
   maxRecordingLineBytes?: number;
+  /** Distinct file contents the change sets of a recording POST /recordings imports may name (FORKLINE_MAX_RECORDING_CONTENTS). */
+  maxRecordingContents?: number;
   /** Recording uploads one tenant may have in progress at once (FORKLINE_MAX_UPLOADS_PER_TENANT). */
   uploadsPerTenant?: number;
   /** Bytes all uploads in progress may spool to disk together (FORKLINE_UPLOAD_SPOOL_MAX_BYTES). */
@@ -97,6 +99,7 @@ export const DEFAULT_LIMITS = {
   // disk it takes, not memory.
   maxRecordingBytes: 4 * 1024 ** 3,
   maxRecordingLineBytes: MAX_RECORDING_LINE_BYTES,
+  maxRecordingContents: MAX_RECORDING_CONTENTS,
   uploadsPerTenant: 2,
   uploadSpoolMaxBytes: 8 * 1024 ** 3,
   // Far above what a subscriber that reads gets queued (graphql/ws-delivery.ts waits at 1 MiB).

@@ -94,13 +94,15 @@ export async function importRecording(
     /** Default MAX_RECORDING_BYTES and MAX_RECORDING_LINE_BYTES (POST /recordings passes its own limits). */
     maxBytes?: number;
     maxLineBytes?: number;
+    /** Default MAX_RECORDING_CONTENTS: distinct file contents its change sets may name. */
+    maxContents?: number;
     /** Aborted (the uploader went): the import stops and its transaction rolls back, up to its commit. */
     signal?: AbortSignal;
     /** Change sets read per page when the named contents are checked and adopted (default CHANGE_SET_PAGE). */
     changeSetPage?: ChangeSetPage;
   } = {},
 ): Promise<SessionRow> {
-  const check = new RecordingValidator();
+  const check = new RecordingValidator({ maxContents: opts.maxContents });
   const id = newSessionId();
   await store.transaction(
     async (client) => {

@@ -5,6 +5,7 @@
 // their number or size (three of 400 KB under a 512 KiB quota imported),
 // held by no tree and counted by no quota.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, securityOptions } from '../../src/config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { importRecording, postRecording, recordingOf, sessionCount, sha256 } from './hostile-doors.ts';
 
@@ -42,5 +43,36 @@ describe('file contents a recording carries', () => {
     expect(r.status).toBe(400);
     expect(r.body.errors[0].message).toBe(`line 12: file content: ${sha256(c)} is carried twice`);
     expect((await postRecording(app, once)).status).toBe(201);
+  });
+});
+
+describe('how many contents a recording may name', () => {
+  // The validator keeps each named content until the recording ends (its line may come last): a recording of change
+  // sets naming tens of millions would hold gigabytes before anything refused it. Past the cap it is refused at the
+  // change set that crosses it, before more is read.
+  it('past FORKLINE_MAX_RECORDING_CONTENTS, at the change set that crosses it: refused, nothing stored', async () => {
+    const capped = await startTestApp({ security: { maxRecordingContents: 3 } });
+    try {
+      const files = [1, 2, 3, 4].map((n) => Buffer.from(`file ${n}`));
+      const changes = files.map((f, i) => ({ path: `f${i}.txt`, hash: sha256(f), size: f.byteLength }));
+      const [sessions, contents] = [await sessionCount(capped), (await capped.db.pool.query('SELECT count(*)::int AS n FROM "FileBlob"')).rows[0].n];
+      const r = await postRecording(capped, recordingOf(changes, files));
+      expect(r.status).toBe(400);
+      expect(r.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT' });
+      expect(r.body.errors[0].message).toMatch(
+        /^line \d+: file content: the recording's change sets name more than 3 distinct file contents \(FORKLINE_MAX_RECORDING_CONTENTS\)$/,
+      );
+      expect([await sessionCount(capped), (await capped.db.pool.query('SELECT count(*)::int AS n FROM "FileBlob"')).rows[0].n]).toEqual([sessions, contents]);
+      // At the cap it imports.
+      expect((await postRecording(capped, recordingOf(changes.slice(0, 3), files.slice(0, 3)))).status).toBe(201);
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('reads the cap from the environment, with its default', () => {
+    expect(securityOptions(loadConfig({})).maxRecordingContents).toBe(1_000_000);
+    expect(securityOptions(loadConfig({ FORKLINE_MAX_RECORDING_CONTENTS: '5000' })).maxRecordingContents).toBe(5000);
+    expect(() => loadConfig({ FORKLINE_MAX_RECORDING_CONTENTS: '0' })).toThrow(/FORKLINE_MAX_RECORDING_CONTENTS/);
   });
 });
