@@ -464,7 +464,7 @@ export class SessionRunner {
         }
         // A workspace write is stored right before its ok result, in the same append (store/session-log.ts workspaceWrites);
         // what the tool asked to keep (an MCP result) goes with any result.
-        // A file change set goes last, right before the result (store/session-log.ts fileChangeSets), whatever the status: it is what the call did.
+        // A file change set goes last, right before the result (store/session-log.ts fileChangeSetPages), whatever the status: it is what the call did.
         const recorded: NewEvent[] = [
           // What a server answered, kept whole: made storable like the text the model reads.
           ...kept.map((k) => ({ type: k.type, data: { callId: call.id, ...(toStorableJson(k.data) as Record<string, unknown>) } })),

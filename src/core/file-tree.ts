@@ -237,7 +237,7 @@ export function firstOverQuota(
 /**
  * Folds change sets, oldest first, into the tree they leave. The caller passes
  * only change sets in effect (each one's result recorded, at or before the cut:
- * store/session-log.ts `fileChangeSets`).
+ * store/session-log.ts `fileChangeSetPages`).
  */
 export function foldFileTree(changeSets: Iterable<{ seq: number; data: FilesChangeData }>, tree: FileTree = new Map()): FileTree {
   for (const { seq, data } of changeSets) {

@@ -3,7 +3,7 @@
 // which blob (SessionBlob: deletion removes the blobs no remaining session
 // stored), and the reads that need no agent: the tree as of a seq, one file,
 // and what changed between two seqs. The tree itself is the fold of the log's
-// change sets (core/file-tree.ts; store/session-log.ts `fileChangeSets`),
+// change sets (core/file-tree.ts; store/session-log.ts `fileChangeSetPages`),
 // from the nearest checkpoint (store/file-tree-checkpoints.ts).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';

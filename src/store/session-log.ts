@@ -753,22 +753,15 @@ export class SessionLog {
    * `foldFileTree` folds into the tree of that moment. A change set is stored
    * right before its call's `tool/result`, in the same append, and takes effect
    * with it, like a workspace write (`workspaceWrites`): a cut at the change
-   * set's own seq leaves it out. One scan of the (sessionId, type, seq) index
-   * per lineage segment: the cost is the file-changing calls, never the log.
-   * `fromSeq`: only change sets at or after it (those after a tree checkpoint,
-   * store/file-tree-checkpoints.ts).
-   */
-  async fileChangeSets(ref: LogRef, toSeq = MAX_SEQ, db: Db = this.pool, fromSeq = 0): Promise<Array<{ seq: number; data: FilesChangeData }>> {
-    return this.changeSetScan(ref, toSeq, 'ASC', undefined, db, fromSeq);
-  }
-
-  /**
-   * fileChangeSets a page at a time, oldest first: at most `pageSize` change
-   * sets and at most `pageBytes` of their data (or one larger change set), so
-   * a reader of a whole history (an import's check, an export's contents)
-   * holds one page of it, never the history. Each page's sizes are read
-   * first, without the data, then the data of those that fit. From seq
-   * `fromSeq` on (a tree read starts after its checkpoint).
+   * set's own seq leaves it out. Scans of the (sessionId, type, seq) index per
+   * lineage segment: the cost is the file-changing calls, never the log.
+   *
+   * A page at a time: at most `pageSize` change sets and at most `pageBytes` of
+   * their data (or one larger change set), so a reader of a whole history (an
+   * import's check, an export's contents, a tree's first read) holds one page
+   * of it, never the history. Each page's sizes are read first, without the
+   * data, then the data of those that fit. `fromSeq`: only change sets at or
+   * after it (those after a tree checkpoint, store/file-tree-checkpoints.ts).
    */
   async *fileChangeSetPages(
     ref: LogRef,
