@@ -204,10 +204,11 @@ export class RecordingValidator {
       const blob = recordingBlobSchema.safeParse(value);
       if (!blob.success) throw this.#fail('file content', describeIssues(blob.error));
       // Else a recording could store contents no tree holds, past every quota (docs/files.md#limits).
-      const carried = this.#named.get(contentKey(blob.data.blob));
+      const key = contentKey(blob.data.blob);
+      const carried = this.#named.get(key);
       if (carried === undefined) throw this.#fail('file content', `${blob.data.blob} is named by no change set of the recording`);
       if (carried) throw this.#fail('file content', `${blob.data.blob} is carried twice`);
-      this.#named.set(contentKey(blob.data.blob), true);
+      this.#named.set(key, true);
       this.#blobs++;
       this.blob = blob.data;
       return undefined;
@@ -242,7 +243,10 @@ export class RecordingValidator {
     this.#state.apply(event);
     this.#trackSeed(event);
     if (event.type === FILES_CHANGE) {
-      for (const c of (data as FilesChangeData).changes) if (c.hash && !this.#named.has(contentKey(c.hash))) this.#named.set(contentKey(c.hash), false);
+      for (const c of (data as FilesChangeData).changes) {
+        const key = c.hash && contentKey(c.hash);
+        if (key && !this.#named.has(key)) this.#named.set(key, false);
+      }
       if (this.#named.size > this.#maxContents) {
         throw this.#fail(
           'file content',
