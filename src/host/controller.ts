@@ -22,7 +22,7 @@ import type {
 } from '../store/session-store.ts';
 import { IdempotencyStore, isDuplicateKey, requestHash, type IdempotentCall } from '../store/idempotency.ts';
 import { DEFAULT_IMPORTS_PER_TENANT, ImportSlots } from './import-slots.ts';
-import { importRecording, type RecordingSource } from '../store/recordings.ts';
+import { importRecording, type ImportLimits, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
@@ -281,12 +281,7 @@ export class SessionController {
    * queue, the import rolls back, or, aborted while it committed, its session is discarded
    * (discardSession) — and this rejects with the signal's reason.
    */
-  async importRecording(
-    scope: Scope,
-    source: RecordingSource,
-    idem: Idempotency = {},
-    limits: { maxBytes?: number; maxLineBytes?: number; maxContents?: number; signal?: AbortSignal } = {},
-  ): Promise<SessionRow> {
+  async importRecording(scope: Scope, source: RecordingSource, idem: Idempotency = {}, limits: ImportLimits = {}): Promise<SessionRow> {
     // Counted from here to its answer, through every door (POST /recordings, the mutation over HTTP and graphql-ws):
     // past the tenant's share it is refused before it waits or holds anything more.
     const release = this.imports.admit(scope.tenant);
@@ -307,12 +302,7 @@ export class SessionController {
     return this.imports.counts(tenant);
   }
 
-  private async importAdmitted(
-    scope: Scope,
-    source: RecordingSource,
-    idem: Idempotency,
-    limits: { maxBytes?: number; maxLineBytes?: number; maxContents?: number; signal?: AbortSignal },
-  ): Promise<SessionRow> {
+  private async importAdmitted(scope: Scope, source: RecordingSource, idem: Idempotency, limits: ImportLimits): Promise<SessionRow> {
     let imported: string | undefined;
     // The same key imported here already (a client that sent twice at once): the first import's outcome first, then
     // this one replays it (its key committed) or runs (it failed), instead of both importing and one rolling back.

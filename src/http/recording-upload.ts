@@ -21,7 +21,7 @@ import type http from 'node:http';
 import { ForklineError } from '../core/errors.ts';
 import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES } from '../core/recording.ts';
 import { idSchema, MAX_ID_CHARS } from '../core/input-rules.ts';
-import type { RecordingSource } from '../store/recordings.ts';
+import type { ImportLimits, RecordingSource } from '../store/recordings.ts';
 import type { SessionRow } from '../store/session-store.ts';
 import type { Idempotency } from '../host/controller.ts';
 import type { Guard } from './guard.ts';
@@ -37,12 +37,7 @@ const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'app
 
 export interface RecordingUploadOptions {
   /** Imports the spooled recording (SessionController.importRecording: idempotency keys included). */
-  importRecording: (
-    scope: { tenant: string },
-    source: RecordingSource,
-    idem: Idempotency,
-    limits: { maxBytes: number; maxLineBytes: number; maxContents?: number; signal: AbortSignal },
-  ) => Promise<SessionRow>;
+  importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency, limits: ImportLimits) => Promise<SessionRow>;
   /**
    * Why an import of the tenant would be refused now (SessionController.importRefusal: its import share is full), or
    * undefined: asked before the body is read.

@@ -70,6 +70,17 @@ export async function recordingText(
   return { text };
 }
 
+/** What one import may take (POST /recordings passes its own; other doors the defaults), and its cancel. */
+export interface ImportLimits {
+  /** Default MAX_RECORDING_BYTES and MAX_RECORDING_LINE_BYTES. */
+  maxBytes?: number;
+  maxLineBytes?: number;
+  /** Default MAX_RECORDING_CONTENTS: distinct file contents its change sets may name. */
+  maxContents?: number;
+  /** Aborted (the uploader went): the import stops and its transaction rolls back, up to its commit. */
+  signal?: AbortSignal;
+}
+
 /**
  * Imports a recording as a new session of the caller's tenant (format V4, new
  * id, no parent), in one pass and one transaction: each line is validated as
@@ -84,20 +95,13 @@ export async function importRecording(
   store: SessionStore,
   scope: Scope,
   source: RecordingSource,
-  opts: {
+  opts: ImportLimits & {
     beforeCommit?: BeforeCommit<{ sessionId: string }>;
     /**
      * First in the transaction, before the recording is read: an idempotency key's claim (IdempotencyStore.claim),
      * which waits for another process importing under the same key and throws to answer with its session instead.
      */
     claim?: (client: pg.PoolClient) => Promise<void>;
-    /** Default MAX_RECORDING_BYTES and MAX_RECORDING_LINE_BYTES (POST /recordings passes its own limits). */
-    maxBytes?: number;
-    maxLineBytes?: number;
-    /** Default MAX_RECORDING_CONTENTS: distinct file contents its change sets may name. */
-    maxContents?: number;
-    /** Aborted (the uploader went): the import stops and its transaction rolls back, up to its commit. */
-    signal?: AbortSignal;
     /** Change sets read per page when the named contents are checked and adopted (default CHANGE_SET_PAGE). */
     changeSetPage?: ChangeSetPage;
   } = {},
