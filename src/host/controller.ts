@@ -74,7 +74,7 @@ export class SessionController {
     private readonly models: { configProblem(config: ModelConfig): string | undefined },
     private readonly tools: ToolCatalog,
     /** Runner sessions' compaction (runner-protocol.ts): forkline's summariser between the runner's turns. */
-    private readonly runners: Pick<RunnerProtocol, 'compact'>,
+    private readonly runners: Pick<RunnerProtocol, 'compact' | 'cancelTurn'>,
     /** Turn updates of what this controller writes into a turn (a decision, a cancelled wait): sessionTurns' live subscribers. */
     private readonly publish: TurnUpdateSink,
     /** Imports run at once (FORKLINE_MAX_IMPORTS_AT_ONCE; app.ts: defaultImportsAtOnce of the pool unless set). */
@@ -400,7 +400,14 @@ export class SessionController {
       if (after.pendingInputCount > 0 && after.runner == null) void this.host.wake(sessionId, scope.tenant);
       return after;
     }
-    if (s.status !== 'RUNNING') throw new ForklineError('BAD_USER_INPUT', `session ${sessionId} has no running turn to cancel`);
+    const noTurn = () => new ForklineError('BAD_USER_INPUT', `session ${sessionId} has no running turn to cancel`);
+    if (s.status !== 'RUNNING') throw noTurn();
+    if (s.runner != null) {
+      // A runner pool's turn ends here and now, its lease taken from its runner (docs/runners.md "A user's cancel").
+      const ended = await this.runners.cancelTurn(scope, sessionId);
+      if (ended === 'ended') return s;
+      if (ended === 'no-turn') throw noTurn(); // it ended (or waits for a decision) since it was read
+    }
     await this.host.cancel(sessionId);
     return s;
   }

@@ -52,7 +52,7 @@ import { OpenStepCalls, readOpenTail, turnUpdatesRead, type TurnUpdate } from '.
 import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
 import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
 import { SESSIONS_CHANNEL } from '../store/channels.ts';
-import { DEFAULT_RUNNER_LEASE_MS, leaseIsFree, RunnerLeases, type RunnerClaim, type RunnerLease } from '../store/leases.ts';
+import { DEFAULT_RUNNER_LEASE_MS, externalRunnerOf, leaseIsFree, RunnerLeases, type RunnerClaim, type RunnerLease } from '../store/leases.ts';
 
 /**
  * Events that are the service's to write, not a runner's: input (sendMessage), a fork's marker, and a
@@ -318,10 +318,11 @@ export class RunnerProtocol {
    */
   async renew(scope: Scope, sessionId: string, token: number, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerLease> {
     const { status, eventCount, ...lease } = await this.leases.renew(scope.tenant, sessionId, token, ttlMs);
-    // A user's cancelTurn ends the turn here, as forkline's own agent's ends (the runner hears of it by the LEASE_LOST).
+    // A cancel kept on the row and not ended by cancelTurn itself (one asked while the service's repair held the
+    // session, or before cancelTurn ended a runner's turn at once) ends the turn here.
     if (lease.cancelRequested) {
-      const ended = await this.endOpenTurn(scope, sessionId, token, eventCount, (open) => cancelClosers(open));
-      if (ended)
+      const ended = await this.endOpenTurn(scope, sessionId, (open) => cancelClosers(open), { token, eventCount });
+      if (ended === 'ended')
         throw new ForklineError('LEASE_LOST', `session ${sessionId}: its turn was cancelled (cancelTurn); it ended cancelled and the lease went back`, {
           sessionId,
         });
@@ -339,35 +340,58 @@ export class RunnerProtocol {
     });
     if (!moved || (this.deps.clock ?? systemClock).now() - moved.createdAt.getTime() <= limitMs) return lease;
     const message = `${timeLimitMessage('step', limitMs)} (FORKLINE_RUNNER_MAX_STEP_MS)`;
-    if (await this.endOpenTurn(scope, sessionId, token, eventCount, (open, lastStep) => timeLimitClosers(open, lastStep, message))) {
+    if ((await this.endOpenTurn(scope, sessionId, (open, lastStep) => timeLimitClosers(open, lastStep, message), { token, eventCount })) === 'ended') {
       throw new ForklineError('LEASE_LOST', `session ${sessionId}: ${message}; its turn ended failed and the lease went back`, { sessionId });
     }
     return lease;
   }
 
   /**
-   * Ends the turn the runner holds open with `closers` (written under its lease, only if the log is still `eventCount`
-   * long) and gives the lease back; false when there was no open turn, or the runner wrote meanwhile (the next renewal
-   * looks again).
+   * A user's cancelTurn on a session of a runner pool whose turn runs: the turn is ended here and now, as forkline's
+   * own agent ends a cancelled one (the open step `interrupted`, the turn `cancelled`), and the lease goes back, so
+   * the runner's next append or renewal answers LEASE_LOST naming the cancel and nothing more of its turn is stored
+   * (docs/runners.md "A user's cancel"). `no-turn`: no turn runs; `held`: the service holds the session (a repair),
+   * and the cancel is only kept on the row for the turn's next renewal.
+   */
+  async cancelTurn(scope: Scope, sessionId: string): Promise<'ended' | 'no-turn' | 'held'> {
+    return this.endOpenTurn(scope, sessionId, (open) => cancelClosers(open), 'cancel');
+  }
+
+  /**
+   * Ends the turn open on a runner pool's session with `closers` and frees its lease (input waiting is offered to the
+   * pool again), in one transaction holding the session's row lock, the lock every append takes: a runner's batch
+   * goes in wholly before (and its calls are closed with the rest of the turn) or finds the lease gone (LEASE_LOST),
+   * never in between. A renewal's (`token`, `eventCount`: what it read) ends its runner's turn only if the log has not
+   * moved since (`no-turn` otherwise: the next renewal looks again); a user's `cancel` ends whichever turn runs,
+   * held by a runner or left by one, and not one the service holds (`held`: nothing written).
    */
   private async endOpenTurn(
     scope: Scope,
     sessionId: string,
-    token: number,
-    eventCount: number,
     closers: (open: OpenTail, lastStep: number) => NewEvent[],
-  ): Promise<boolean> {
-    const { openTurn } = await this.deps.store.log.openTurnFolded(sessionId, eventCount - 1);
-    const open = openTurn?.openTail();
-    if (!openTurn || !open) return false;
-    try {
-      await this.write(scope, sessionId, closers(open, openTurn.lastStep), token, eventCount);
-    } catch (err) {
-      if (err instanceof ForklineError && err.code === 'SESSION_BUSY') return false;
-      throw err;
-    }
-    await this.release(scope, sessionId, token);
-    return true;
+    by: { token: number; eventCount: number } | 'cancel',
+  ): Promise<'ended' | 'no-turn' | 'held'> {
+    let written: { events: StoredEvent[]; eventCount: number } | undefined;
+    const outcome = await this.deps.store.transaction(async (client) => {
+      const row = await this.leases.lock(client, scope.tenant, sessionId);
+      if (row.status !== 'RUNNING') return 'no-turn';
+      if (by === 'cancel') {
+        // The service's own holders (a repair, a compaction's claim) finish first; a runner's lease is taken from it.
+        if (!row.free && (!row.held || externalRunnerOf(row.leaseOwner) === COMPACTION_HOLDER)) return 'held';
+      } else if (row.leaseToken !== by.token || row.eventCount !== by.eventCount) return 'no-turn';
+      const { openTurn } = await this.deps.store.log.openTurnFolded(sessionId, row.eventCount - 1, client);
+      const open = openTurn?.openTail();
+      if (!openTurn || !open) return 'no-turn';
+      const lease = row.free ? undefined : { sessionId, token: row.leaseToken };
+      const events = await this.deps.store.append(sessionId, closers(open, openTurn.lastStep), { client, scope, expectedEventCount: row.eventCount, lease });
+      await this.leases.freeAfterEnd(client, sessionId, row.leaseToken, by === 'cancel');
+      await this.deps.store.notify(SESSIONS_CHANNEL, sessionId, client);
+      written = { events, eventCount: row.eventCount };
+      return 'ended';
+    });
+    // Announced once committed: a client told of the turn's end reads it.
+    if (written) await this.stored(sessionId, { events: written.events, released: true }, written.eventCount);
+    return outcome;
   }
 
   /** Gives the lease back; runnableSessions subscribers see the session again when work remains. */
@@ -506,6 +530,11 @@ export class RunnerProtocol {
       }
       throw err;
     }
+    return this.stored(sessionId, written, expectedEventCount);
+  }
+
+  /** What a write stored, taken in: the fold this process keeps of the session, and the turn updates live clients get. */
+  private async stored(sessionId: string, written: { events: StoredEvent[]; released: boolean }, expectedEventCount?: number): Promise<RunnerAppend> {
     // A fold this process keeps of the session takes what was written: the next request reads nothing it wrote.
     const fold = this.folds.peek(sessionId);
     const follows = fold && written.events.length && fold.nextSeq === written.events[0].seq;

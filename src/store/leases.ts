@@ -430,13 +430,21 @@ export interface RunnerLease {
 type RenewedLease = { token: number; expiresAt: Date; cancelRequested: boolean } & Pick<SessionRow, 'status' | 'eventCount'>;
 
 /** A session row as the lease checks read it; `ended`: an external lease that ran out (EXTERNAL_LEASE_ENDED). */
-export type LeaseRow = Pick<SessionRow, 'eventCount' | 'leaseToken' | 'leaseOwner' | 'leaseExpiresAt' | 'runner'> & { ended: boolean };
+export type LeaseRow = Pick<SessionRow, 'eventCount' | 'leaseToken' | 'leaseOwner' | 'leaseExpiresAt' | 'runner' | 'status' | 'turnCount' | 'cancelTurn'> & {
+  ended: boolean;
+};
+
+/** A session row as RunnerLeases.lock read it under its lock. */
+export type LockedRow = Pick<SessionRow, 'eventCount' | 'leaseToken' | 'leaseOwner' | 'status'> & { free: boolean; held: boolean };
 
 export const leaseLost = (sessionId: string, why: string) =>
   new ForklineError('LEASE_LOST', `the lease on session ${sessionId} is not yours: ${why}; nothing was written`, { sessionId });
 
 /** Why a write under `token` is refused, from the session's row. */
 function whyNotHeld(row: LeaseRow, token: number): string {
+  // Freed under this very token by a user's cancel of the turn it ran (RunnerLeases.freeAfterEnd), and no turn since.
+  if (row.leaseToken === token && row.leaseOwner == null && row.status !== 'RUNNING' && row.cancelTurn != null && row.cancelTurn === row.turnCount)
+    return 'its turn was cancelled (cancelTurn): it ended cancelled and the lease went back';
   if (row.leaseToken !== token) return row.leaseOwner ? 'it is held under another token now' : 'released, or taken by another runner after it expired';
   if (!row.leaseOwner?.startsWith(EXTERNAL_OWNER_PREFIX)) return 'nobody holds it (released, or never claimed)';
   return `it ran out at ${row.leaseExpiresAt?.toISOString()} (a lease is renewed before its end; once it ends, another runner may claim the session)`;
@@ -569,6 +577,35 @@ export class RunnerLeases {
     throw leaseLost(sessionId, whyNotHeld(await this.row(tenant, sessionId), token));
   }
 
+  /**
+   * The session's row, locked for the rest of `client`'s transaction: the lock every append takes, so what the
+   * service writes under it (RunnerProtocol.endOpenTurn) and a runner's batch go in one after the other, never
+   * interleaved. `free`: nobody holds the lease (LEASE_IS_FREE); `held`: an external runner's lease, not run out.
+   */
+  async lock(client: pg.PoolClient, tenant: string, sessionId: string): Promise<LockedRow> {
+    const { rows } = await client.query<LockedRow>(
+      `SELECT "eventCount", "leaseToken", "leaseOwner", status, COALESCE(${LEASE_IS_FREE}, false) AS free,
+              COALESCE(starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}') AND NOT ${EXTERNAL_LEASE_ENDED}, false) AS held
+         FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2 FOR NO KEY UPDATE`,
+      [sessionId, tenant, await this.trees.require(sessionId)],
+    );
+    if (!rows[0]) throw sessionNotFound(sessionId);
+    return rows[0];
+  }
+
+  /**
+   * Frees the lease of a session whose turn the service ended (RunnerProtocol.endOpenTurn), in its transaction: its
+   * holder's writes are refused from then on. `cancelled`: the turn was a user's cancel, kept on the row (the
+   * turn it names), which is what a refused write of its runner then names (whyNotHeld).
+   */
+  async freeAfterEnd(client: pg.PoolClient, sessionId: string, token: number, cancelled: boolean): Promise<void> {
+    await client.query(
+      `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL, "cancelTurn" = CASE WHEN $3 THEN "turnCount" ELSE "cancelTurn" END
+        WHERE id = $1 AND "treeId" = $4 AND "leaseToken" = $2`,
+      [sessionId, token, cancelled, await this.trees.require(sessionId)],
+    );
+  }
+
   /** Gives a lease held under `token` back; LEASE_LOST when it is not held under it. */
   async release(tenant: string, sessionId: string, token: number, client: pg.Pool | pg.PoolClient = this.pool): Promise<void> {
     const { rowCount } = await client.query(
@@ -601,7 +638,7 @@ export class RunnerLeases {
 
   private async row(tenant: string, sessionId: string): Promise<LeaseRow> {
     const { rows } = await this.pool.query<LeaseRow>(
-      `SELECT "eventCount", "leaseToken", "leaseOwner", "leaseExpiresAt", runner, COALESCE(${EXTERNAL_LEASE_ENDED}, false) AS ended
+      `SELECT "eventCount", "leaseToken", "leaseOwner", "leaseExpiresAt", runner, status, "turnCount", "cancelTurn", COALESCE(${EXTERNAL_LEASE_ENDED}, false) AS ended
          FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`,
       [sessionId, tenant, await this.trees.require(sessionId)],
     );

@@ -7,11 +7,12 @@
 // - a runner that renews its lease forever but never ends its step holds the
 //   session no longer than FORKLINE_RUNNER_MAX_STEP_MS: the step is ended as
 //   forkline's own agent ends a turn past its limit, and the session is free;
-// - a user's cancelTurn on a turn a runner holds ends it at the runner's next
-//   renewal, as forkline's own agent ends a cancelled turn.
+// - a user's cancelTurn on a turn a runner holds ends it at once, as forkline's
+//   own agent ends a cancelled turn, and the runner's next write is refused.
 // (Two runner processes paused with SIGSTOP: tests/client/runner-lease-edges.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 
 const CREATE = `mutation($input: CreateSessionInput!) { createSession(input: $input) { id } }`;
 const SEND = `mutation($id: ID!, $text: String!) { sendMessage(input: {sessionId: $id, text: $text}) { inputId } }`;
@@ -30,7 +31,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * A turn the service ended under a runner's lease (a limit, a cancel): the session is free with its one input waiting,
  * the runner's late result for call c1 is refused, and the next claim opens turn 2 for the input; its lease.
  */
-async function freedForTheNextClaim(app: TestApp, id: string, token: number): Promise<{ token: number; cancelRequested: boolean }> {
+async function freedForTheNextClaim(app: Pick<TestApp, 'gql' | 'ok'>, id: string, token: number): Promise<{ token: number; cancelRequested: boolean }> {
   const s = (await app.ok(SESSION, { id })).session;
   expect(s).toMatchObject({ status: 'IDLE', runnerHolder: null });
   expect(s.pendingInputs).toHaveLength(1);
@@ -163,48 +164,138 @@ describe('a step held open past FORKLINE_RUNNER_MAX_STEP_MS', () => {
 });
 
 describe("a user's cancelTurn on a turn a runner holds", () => {
-  // Kept on the session's row; the runner's next renewal ends the turn as forkline's own agent ends a cancelled one,
-  // gives the lease back and answers LEASE_LOST (docs/runners.md "Cancelling"). Before, only forkline's own
-  // processes heard of the cancel, and the runner's turn ran on.
+  // The cancel ends the turn at once, as forkline's own agent ends a cancelled one, and takes the lease from the runner
+  // (docs/runners.md "A user's cancel"): its next append or renewal answers LEASE_LOST naming the cancel. Before, the
+  // cancel was kept on the row until the runner's next renewal, and a new call it appended meanwhile went in (its tool
+  // then ran) after the user had cancelled. The leases are long (60 s): no renewal is what ends the turn here.
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp();
+    app = await startTwoTenantApp();
   });
   afterAll(() => app?.close());
+  // Tenant alpha's requests (the session's own tenant), as TestApp's are.
+  const alpha: Pick<TestApp, 'gql' | 'ok'> = {
+    gql: (query, variables, headers) => app.gql(query, variables, headers ?? A),
+    async ok(query, variables) {
+      const r = await app.gql(query, variables, A);
+      if (r.errors?.length) throw new Error(`GraphQL errors: ${JSON.stringify(r.errors)}`);
+      return r.data;
+    },
+  };
   const events = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: e.data as any }));
-  const renew = (sessionId: string, leaseToken: number) => app.gql(RENEW, { input: { sessionId, leaseToken, leaseMs: 30_000 } });
-
-  it("ends the turn cancelled at the runner's next renewal, which answers LEASE_LOST; the next turn runs", async () => {
-    const { id } = (await app.ok(CREATE, { input: { runner: 'cancelled' } })).createSession;
-    await app.ok(SEND, { id, text: 'run the tool' });
-    const { session, lease } = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r1', startTurn: true } })).claimSession;
+  const renew = (sessionId: string, leaseToken: number) => alpha.gql(RENEW, { input: { sessionId, leaseToken, leaseMs: 60_000 } });
+  const call = (id: string, step = 1) => ({ type: 'model/message', data: { turn: 1, step, text: '', toolCalls: [{ id, name: 'hangs', arguments: '{}' }] } });
+  /** A session of a pool whose runner claimed its turn (step 1 open) under a 60 s lease and stored call c1. */
+  async function runnerWithACall(pool: string) {
+    const { id } = (await alpha.ok(CREATE, { input: { runner: pool } })).createSession;
+    await alpha.ok(SEND, { id, text: 'run the tool' });
+    const { session, lease } = (await alpha.ok(CLAIM, { input: { sessionId: id, runnerId: 'r1', leaseMs: 60_000, startTurn: true } })).claimSession;
     expect(lease.cancelRequested).toBe(false);
-    const call = { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'hangs', arguments: '{}' }] } };
-    await app.ok(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: session.eventCount, events: [call] } });
-    expect((await renew(id, lease.token)).data.renewLease.cancelRequested).toBe(false);
+    const { eventCount } = (
+      await alpha.ok(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: session.eventCount, events: [call('c1')] } })
+    ).appendEvents;
+    return { id, token: lease.token as number, eventCount: eventCount as number };
+  }
 
-    expect((await app.ok(CANCEL, { id })).cancelTurn.status).toBe('RUNNING');
-    await app.ok(SEND, { id, text: 'next' }); // input waiting behind the cancelled turn
-    const lost = await renew(id, lease.token);
-    expect(codeOf(lost)).toBe('LEASE_LOST');
-    expect(lost.errors![0].message).toMatch(/its turn was cancelled \(cancelTurn\)/);
+  it("ends the turn at once: the runner's next call is refused with LEASE_LOST naming the cancel, and the next turn runs", async () => {
+    const { id, token, eventCount } = await runnerWithACall('cancelled');
+    expect((await renew(id, token)).data.renewLease.cancelRequested).toBe(false);
+
+    // The session reads as the cancel left it: the turn ended, nobody holding it.
+    expect((await alpha.ok(CANCEL, { id })).cancelTurn.status).toBe('IDLE');
+    const closed = await events(id);
     // What forkline's own agent writes for a cancelled turn: the call that never answered is left so.
-    expect((await events(id)).slice(-2)).toEqual([
+    expect(closed.slice(-2)).toEqual([
       { type: 'step/end', data: { turn: 1, step: 1, reason: 'interrupted' } },
       { type: 'turn/end', data: { turn: 1, reason: 'cancelled' } },
     ]);
-    // The next claim's turn is one no earlier cancel names.
-    const next = await freedForTheNextClaim(app, id, lease.token);
-    const renewed = await renew(id, next.token);
+    // The runner, not waiting for a renewal, answers c1 and asks for a new call c2: refused, as the log as it was
+    // (stale) and as it is now (read again).
+    const next = [
+      { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r1', status: 'ok', content: 'done', name: 'hangs' } },
+      { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+      { type: 'step/start', data: { turn: 1, step: 2 } },
+      call('c2', 2),
+    ];
+    for (const expectedEventCount of [eventCount, closed.length]) {
+      const refused = await alpha.gql(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount, events: next } });
+      expect(codeOf(refused)).toBe('LEASE_LOST');
+      expect(refused.errors![0].message).toMatch(/its turn was cancelled \(cancelTurn\)/);
+    }
+    const lost = await renew(id, token);
+    expect(codeOf(lost)).toBe('LEASE_LOST');
+    expect(lost.errors![0].message).toMatch(/its turn was cancelled \(cancelTurn\)/);
+    expect(await events(id)).toEqual(closed);
+    // A cancel of the turn that ended is refused, and writes nothing.
+    expect(codeOf(await alpha.gql(CANCEL, { id }))).toBe('BAD_USER_INPUT');
+    // The session takes a new message, and the next claim's turn is one no earlier cancel names.
+    await alpha.ok(SEND, { id, text: 'next' });
+    const fresh = await freedForTheNextClaim(alpha, id, token);
+    const renewed = await renew(id, fresh.token);
     expect(codeOf(renewed)).toBeUndefined();
     expect(renewed.data.renewLease.cancelRequested).toBe(false);
   });
 
+  it('offers the session to the pool again at once', async () => {
+    const { id } = await runnerWithACall('offered');
+    await alpha.ok(SEND, { id, text: 'waiting behind the turn' });
+    await alpha.ok(CANCEL, { id });
+    const claimed = (
+      await alpha.ok(`mutation($input: ClaimSessionsInput!) { claimSessions(input: $input) { session { id } } }`, {
+        input: { pool: 'offered', runnerId: 'r2', max: 1 },
+      })
+    ).claimSessions;
+    expect(claimed.map((c: { session: { id: string } }) => c.session.id)).toEqual([id]);
+  });
+
+  it('keeps a batch that lands with the cancel whole before it, or refuses it whole', async () => {
+    const { id, token, eventCount } = await runnerWithACall('raced');
+    const answer = [
+      { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r1', status: 'ok', content: 'done', name: 'hangs' } },
+      { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+      { type: 'step/start', data: { turn: 1, step: 2 } },
+      call('c2', 2),
+    ];
+    const [appended, cancelled] = await Promise.all([
+      alpha.gql(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: eventCount, events: answer } }),
+      alpha.gql(CANCEL, { id }),
+    ]);
+    expect(cancelled.errors).toBeUndefined();
+    const log = await events(id);
+    if (appended.errors) {
+      // The cancel went first: nothing of the batch is stored, and the turn ends at c1's step.
+      expect(codeOf(appended)).toBe('LEASE_LOST');
+      expect(log.slice(eventCount).map((e) => e.type)).toEqual(['step/end', 'turn/end']);
+    } else {
+      // The batch went first: its call c2 is closed with the rest of the turn, unanswered.
+      expect(log.slice(eventCount, eventCount + answer.length)).toEqual(answer.map((e) => ({ type: e.type, data: expect.objectContaining(e.data) })));
+      expect(log.slice(eventCount + answer.length)).toEqual([
+        { type: 'step/end', data: { turn: 1, step: 2, reason: 'interrupted' } },
+        { type: 'turn/end', data: { turn: 1, reason: 'cancelled' } },
+      ]);
+    }
+    expect(log.at(-1)).toEqual({ type: 'turn/end', data: { turn: 1, reason: 'cancelled' } });
+  });
+
+  it("refuses another tenant's cancel, which leaves the runner's turn and lease as they were", async () => {
+    const { id, token, eventCount } = await runnerWithACall('guarded');
+    const foreign = await app.gql(CANCEL, { id }, B);
+    expect(codeOf(foreign)).toBe('SESSION_NOT_FOUND');
+    expect(await events(id)).toHaveLength(eventCount);
+    const renewed = await renew(id, token);
+    expect(codeOf(renewed)).toBeUndefined();
+    expect(renewed.data.renewLease.cancelRequested).toBe(false);
+    const result = { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r1', status: 'ok', content: 'done', name: 'hangs' } };
+    expect((await alpha.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: eventCount, events: [result] } })).appendEvents).toEqual({
+      eventCount: eventCount + 1,
+    });
+  });
+
   it('refuses a cancel when no turn runs, and then marks nothing', async () => {
-    const { id } = (await app.ok(CREATE, { input: { runner: 'idle' } })).createSession;
-    expect(codeOf(await app.gql(CANCEL, { id }))).toBe('BAD_USER_INPUT');
-    await app.ok(SEND, { id, text: 'go' });
-    const { lease } = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r1', startTurn: true } })).claimSession;
+    const { id } = (await alpha.ok(CREATE, { input: { runner: 'idle' } })).createSession;
+    expect(codeOf(await alpha.gql(CANCEL, { id }))).toBe('BAD_USER_INPUT');
+    await alpha.ok(SEND, { id, text: 'go' });
+    const { lease } = (await alpha.ok(CLAIM, { input: { sessionId: id, runnerId: 'r1', startTurn: true } })).claimSession;
     const renewed = await renew(id, lease.token);
     expect(codeOf(renewed)).toBeUndefined();
     expect(renewed.data.renewLease.cancelRequested).toBe(false);
