@@ -219,8 +219,8 @@ describe('a Python runner SIGKILLed while its tool runs', () => {
 });
 
 describe("a user's cancelTurn on a turn a Python runner runs", () => {
-  it('ends the turn cancelled at the next renewal; the late result is refused; the next turn runs', async () => {
-    const runner = startPython('py-cancel', { POOL: 'py-cancel', LEASE_MS: '3000', TOOL_SECONDS: '6' });
+  it('ends the turn cancelled at once; the late result is refused; the next turn runs', async () => {
+    const runner = startPython('py-cancel', { POOL: 'py-cancel', LEASE_MS: '60000', TOOL_SECONDS: '6' });
     const id = await create('py-cancel');
     await send(id, 'slow-cancel@example.com');
     await waitFor(() => runner.effects().includes('start slow-cancel@example.com'), { what: 'the tool to start', timeoutMs: 45_000 });

@@ -1,11 +1,13 @@
 // A user's cancelTurn reaching a turn an external runner runs with the real
 // frameworks (the AI SDK on @ai-sdk/anthropic, the OpenAI Agents SDK on its
 // chat model, against a fake provider speaking their wire formats), through
-// the real server: the runner's next lease renewal ends the turn `cancelled`
-// as forkline's own agent ends one, and answers LEASE_LOST, so the runner's
-// work is aborted (the tool's signal fires) and the result the tool returns
-// afterwards is not written. Before, the cancel was announced to forkline's
-// own processes only: the runner's turn ran on to its end.
+// the real server: the cancel ends the turn `cancelled` at once, as forkline's
+// own agent ends one, and takes the lease, so the runner's next write answers
+// LEASE_LOST: its work is aborted (RunnerSession.signal), the result its tool
+// returns afterwards is not written, and the model is not asked again. The
+// lease is long (60 s): no renewal is what stops the runner. Before, the cancel
+// waited for the runner's next renewal, and the result and the model's next
+// call went in meanwhile.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAnthropic } from '@ai-sdk/anthropic';
@@ -20,40 +22,51 @@ import { waitFor } from '../helpers/wait.ts';
 const { held, session, logOf } = useScriptedProvider('user-cancel');
 beforeAll(() => setTracingDisabled(true));
 
-/** A tool that runs until its signal aborts (or 60 s), then answers. */
-function hangingTool() {
-  const seen = { started: false, aborted: false };
+/** A tool that runs until the test lets it go (or its signal aborts), then answers; `runs`: how often it started. */
+function gatedTool() {
+  const seen = { runs: 0, go: () => {} };
+  const gate = new Promise<void>((resolve) => (seen.go = resolve));
   const execute = async (signal: AbortSignal | undefined) => {
-    seen.started = true;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, 60_000);
-      signal?.addEventListener('abort', () => (clearTimeout(t), (seen.aborted = true), resolve()), { once: true });
-    });
+    seen.runs++;
+    await Promise.race([gate, new Promise((resolve) => signal?.addEventListener('abort', resolve, { once: true }))]);
     return 'finished after all';
   };
   return { seen, execute };
 }
 
-/** Serves `s` on a runner renewing every 300 ms, and cancels the turn through GraphQL once its tool runs. */
-async function cancelWhileTheToolRuns(s: { id: string; pool: string }, seen: { started: boolean }, work: (session: RunnerSession) => Promise<unknown>) {
-  const runner = new ForklineRunner({ url: held.app.url, pool: s.pool, leaseMs: 900 });
+/**
+ * Serves `s` on a runner with a 60 s lease, cancels the turn through GraphQL while its tool runs, then lets the tool
+ * answer: the runner's append of the result is what finds the turn cancelled.
+ */
+async function cancelWhileTheToolRuns(
+  s: { id: string; pool: string },
+  seen: { runs: number; go: () => void },
+  work: (session: RunnerSession) => Promise<unknown>,
+) {
+  const runner = new ForklineRunner({ url: held.app.url, pool: s.pool, leaseMs: 60_000 });
+  let signal: AbortSignal | undefined;
   try {
     const served = runner
-      .serve(s.id, (session) => work(session).then(() => {}))
+      .serve(s.id, (session) => ((signal = session.signal), work(session).then(() => {})))
       .then(
         () => undefined,
         (err: unknown) => err,
       );
-    await waitFor(() => seen.started, { what: 'the tool to start' });
+    await waitFor(() => seen.runs === 1, { what: 'the tool to start' });
     await held.app.ok(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id: s.id });
+    seen.go();
     const ended = await served;
     expect(String(ended)).toMatch(/lease/i);
   } finally {
     await runner.close();
   }
+  expect(signal?.aborted).toBe(true);
+  expect(String(signal?.reason)).toMatch(/lease/i);
+  expect(seen.runs).toBe(1); // the model was not asked again: no second call ran
   const log = await logOf(s.id);
   // The call is stored, unanswered (the tool's late answer was refused), and the turn ended as a user's cancel ends it.
   expect(log.filter((e) => e.type === 'tool/result')).toEqual([]);
+  expect(log.filter((e) => e.type === 'model/message')).toHaveLength(1);
   expect(log.slice(-2)).toEqual([
     { type: 'step/end', data: expect.objectContaining({ reason: 'interrupted' }) },
     { type: 'turn/end', data: expect.objectContaining({ reason: 'cancelled' }) },
@@ -63,25 +76,24 @@ async function cancelWhileTheToolRuns(s: { id: string; pool: string }, seen: { s
 }
 
 describe.each(['stream', 'generate'] as const)("@forkline/ai-sdk (%s): a user's cancelTurn", (mode) => {
-  it('ends the turn cancelled and aborts the tool', async () => {
+  it('ends the turn cancelled at once: the next append aborts the run', async () => {
     const s = await session('look up a');
-    held.script = [[look('toolu_1', 'a')], 'done'];
-    const { seen, execute } = hangingTool();
+    held.script = [[look('toolu_1', 'a')], [look('toolu_2', 'b')], 'done'];
+    const { seen, execute } = gatedTool();
     const tools = {
       lookup: aiTool({ description: 'looks a key up', inputSchema: z.object({ key: z.string() }), execute: (_i, o) => execute(o.abortSignal) }),
     };
     const model = createAnthropic({ baseURL: `${held.fake.base}/anthropic/v1`, apiKey: 'sk' })('fake-model');
     await cancelWhileTheToolRuns(s, seen, (session) => runAiSdkTurns(session, { model, tools, mode }));
-    expect(seen.aborted).toBe(true);
   }, 60_000);
 });
 
 describe("@forkline/openai-agents: a user's cancelTurn", () => {
-  it('ends the turn cancelled', async () => {
+  it('ends the turn cancelled at once: the next append aborts the run', async () => {
     const model = await new OpenAIProvider({ apiKey: 'sk', baseURL: `${held.fake.base}/openai/v1`, useResponses: false }).getModel('fake-model');
     const s = await session('look up a');
-    held.script = [[look('call_1', 'a')], 'done'];
-    const { seen, execute } = hangingTool();
+    held.script = [[look('call_1', 'a')], [look('call_2', 'b')], 'done'];
+    const { seen, execute } = gatedTool();
     const lookup = tool({
       name: 'lookup',
       description: 'looks a key up',
