@@ -318,8 +318,8 @@ export class RunnerProtocol {
    */
   async renew(scope: Scope, sessionId: string, token: number, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerLease> {
     const { status, eventCount, ...lease } = await this.leases.renew(scope.tenant, sessionId, token, ttlMs);
-    // A cancel kept on the row and not ended by cancelTurn itself (one asked while the service's repair held the
-    // session, or before cancelTurn ended a runner's turn at once) ends the turn here.
+    // A cancel kept on the row and not ended by cancelTurn itself (kept by a service that did not end a runner's
+    // turn at once) ends the turn here.
     if (lease.cancelRequested) {
       const ended = await this.endOpenTurn(scope, sessionId, (open) => cancelClosers(open), { token, eventCount });
       if (ended === 'ended')
@@ -350,8 +350,8 @@ export class RunnerProtocol {
    * A user's cancelTurn on a session of a runner pool whose turn runs: the turn is ended here and now, as forkline's
    * own agent ends a cancelled one (the open step `interrupted`, the turn `cancelled`), and the lease goes back, so
    * the runner's next append or renewal answers LEASE_LOST naming the cancel and nothing more of its turn is stored
-   * (docs/runners.md "A user's cancel"). `no-turn`: no turn runs; `held`: the service holds the session (a repair),
-   * and the cancel is only kept on the row for the turn's next renewal.
+   * (docs/runners.md "A user's cancel"). `no-turn`: no turn runs; `held`: the service holds the session (a repair,
+   * a compaction's claim), which ends the turn itself.
    */
   async cancelTurn(scope: Scope, sessionId: string): Promise<'ended' | 'no-turn' | 'held'> {
     return this.endOpenTurn(scope, sessionId, (open) => cancelClosers(open), 'cancel');

@@ -277,6 +277,23 @@ describe("a user's cancelTurn on a turn a runner holds", () => {
     expect(log.at(-1)).toEqual({ type: 'turn/end', data: { turn: 1, reason: 'cancelled' } });
   });
 
+  it("ends a turn whose runner's lease ran out, before anyone claimed it", async () => {
+    const { id } = (await alpha.ok(CREATE, { input: { runner: 'lapsed' } })).createSession;
+    await alpha.ok(SEND, { id, text: 'run the tool' });
+    const { session, lease } = (await alpha.ok(CLAIM, { input: { sessionId: id, runnerId: 'r1', leaseMs: 500, startTurn: true } })).claimSession;
+    await alpha.ok(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: session.eventCount, events: [call('c1')] } });
+    await sleep(900);
+    expect((await alpha.ok(CANCEL, { id })).cancelTurn.status).toBe('IDLE');
+    const closed = await events(id);
+    expect(closed.slice(-2)).toEqual([
+      { type: 'step/end', data: { turn: 1, step: 1, reason: 'interrupted' } },
+      { type: 'turn/end', data: { turn: 1, reason: 'cancelled' } },
+    ]);
+    const late = await alpha.gql(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: closed.length, events: [call('c2', 2)] } });
+    expect(codeOf(late)).toBe('LEASE_LOST');
+    expect(await events(id)).toEqual(closed);
+  });
+
   it("refuses another tenant's cancel, which leaves the runner's turn and lease as they were", async () => {
     const { id, token, eventCount } = await runnerWithACall('guarded');
     const foreign = await app.gql(CANCEL, { id }, B);

@@ -28,7 +28,7 @@ const LeaseRef = builder.objectRef<RunnerLease>('Lease').implement({
     expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
     cancelRequested: t.boolean({
       description:
-        'renewLease: the session\'s running turn was asked to stop (cancelTurn) since it started: end it `cancelled` (docs/runners.md "Cancelling"). False on a claim.',
+        "renewLease: the session's running turn was asked to stop (cancelTurn) and is still open: end it `cancelled`. cancelTurn ends a runner's turn itself and takes the lease (its next write answers LEASE_LOST); this is a cancel kept on the row and not ended yet, which the renewal ends (docs/runners.md \"A user's cancel\"). False on a claim.",
       resolve: (l) => l.cancelRequested ?? false,
     }),
   }),
