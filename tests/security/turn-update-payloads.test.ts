@@ -12,21 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.ts';
+import { chatText } from '../helpers/provider-sse.ts';
 import { openSubscriptions, subscribeWs, subscriptionsOpened } from '../helpers/subscribe.ts';
 
 const FLOOD = fileURLToPath(new URL('../fixtures/mcp/flood-server.mjs', import.meta.url));
 let fake: FakeProvider;
 let app: TestApp;
 let dir: string;
-
-const sse = (data: unknown) => `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
-const chunk = (delta: unknown, finish: string | null = null) => ({
-  id: 'chatcmpl-1',
-  object: 'chat.completion.chunk',
-  created: 1,
-  model: 'fake-model',
-  choices: [{ index: 0, delta, finish_reason: finish }],
-});
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-turn-payloads-'));
@@ -67,12 +59,10 @@ async function followed(text: string, opts: { model?: { provider: string; model:
 describe('text of control characters reaches live subscribers', () => {
   it("a model's text deltas of 2,500 control characters and escapes each: every character arrives, in order", async () => {
     const text = '\u0001\u001b[31m'.repeat(1000) + '\u0007'.repeat(2500);
+    const chunks = Array.from({ length: Math.ceil(text.length / 2500) }, (_, i) => text.slice(i * 2500, (i + 1) * 2500));
     fake.handlers.push(async (res: http.ServerResponse) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(sse(chunk({ role: 'assistant', content: '' })));
-      for (let i = 0; i < text.length; i += 2500) res.write(sse(chunk({ content: text.slice(i, i + 2500) })));
-      res.write(sse(chunk({}, 'stop')));
-      res.end(sse('[DONE]'));
+      res.end(chatText(chunks, { input: 5, output: 5 }).join(''));
     });
     const updates = await followed('hi', { model: { provider: 'openai-compatible', model: 'fake-model' } });
     const deltas = updates.filter((u) => u.kind === 'TEXT_DELTA').map((u) => u.text ?? '');
