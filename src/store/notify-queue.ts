@@ -24,6 +24,8 @@ import { statement } from './statements.ts';
 /** Attempts of a batch before it is dropped (a log line says so): the database may be restarting. */
 const ATTEMPTS = 5;
 const RETRY_MS = 500;
+/** Postgres refuses a NOTIFY payload of this many bytes or more (async.c NOTIFY_PAYLOAD_MAX_LENGTH). */
+const MAX_PAYLOAD_BYTES = 8000;
 
 /**
  * NOTIFYs each `[channel, payload]` of a JSON array, in its order. Prepared (statements.ts): it is sent 0.2–0.5 times
@@ -64,6 +66,12 @@ export class NotifyQueue {
    * order posted. Resolves once sent (or dropped); never rejects.
    */
   post(channel: string, payload: string): Promise<void> {
+    // One payload Postgres refuses fails its whole statement, every attempt: refused here alone, it cannot hold the
+    // queue for the retries and take the other notifications of its batch with it (a UTF-16 unit is at most 3 bytes).
+    if (payload.length * 3 >= MAX_PAYLOAD_BYTES && Buffer.byteLength(payload) >= MAX_PAYLOAD_BYTES) {
+      this.log?.(`dropped a notification on ${channel} of ${Buffer.byteLength(payload)} bytes: Postgres takes under ${MAX_PAYLOAD_BYTES}`);
+      return Promise.resolve();
+    }
     const batch = this.queued;
     batch.notifications.push([channel, payload]);
     this.sending ??= this.send();

@@ -165,6 +165,21 @@ describe('notifications after the commit', () => {
     await pool.end();
   });
 
+  it('a payload Postgres would refuse (8,000 bytes or more) is dropped alone, at once: the others of its batch are sent', async () => {
+    const logged: string[] = [];
+    const queue = new NotifyQueue(db.pool, (m) => logged.push(m));
+    const id = 'ses_notify_oversized';
+    const posted = [
+      queue.post(EVENTS_CHANNEL, JSON.stringify({ s: id, last: 1 })),
+      queue.post(EVENTS_CHANNEL, JSON.stringify({ s: id, last: 2, pad: '\u0001'.repeat(1400) })), // 8,446 bytes as JSON text
+      queue.post(EVENTS_CHANNEL, JSON.stringify({ s: id, last: 3 })),
+    ];
+    await Promise.all(posted);
+    await waitFor(() => lastNotified(id) === 3);
+    expect(received.filter((r) => r.s === id).map((r) => r.last)).toEqual([1, 3]);
+    expect(logged).toEqual([`dropped a notification on ${EVENTS_CHANNEL} of 8446 bytes: Postgres takes under 8000`]);
+  });
+
   it('closing sends what is queued with one attempt, not waiting to retry (shutdown has a deadline)', async () => {
     // A database nobody listens on: every attempt is refused.
     const pool = new pg.Pool({ host: '127.0.0.1', port: 1, user: 'nobody', database: 'none', max: 1 });

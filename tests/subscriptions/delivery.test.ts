@@ -195,6 +195,21 @@ describe('turn update payloads', () => {
     ).toBe(`a b ${long}`);
   });
 
+  it('stay below the NOTIFY limit when each character is 6 bytes of JSON (control characters, lone surrogates)', () => {
+    const u = (kind: TurnUpdate['kind'], text: string): TurnUpdate => ({ sessionId: 's', kind, turn: 1, step: 1, callId: 'c'.repeat(200), text });
+    const escaped = '\u0001\udc00'.repeat(2500);
+    const groups = turnPayloads([u('TEXT_DELTA', escaped), u('TOOL_PROGRESS', escaped.slice(0, 2001))]);
+    for (const g of groups) expect(Buffer.byteLength(JSON.stringify({ n: 1e9, u: g }))).toBeLessThan(8000);
+    const flat = groups.flat();
+    expect(
+      flat
+        .filter((x) => x.kind === 'TEXT_DELTA')
+        .map((x) => x.text)
+        .join('') === escaped,
+    ).toBe(true);
+    expect(flat.find((x) => x.kind === 'TOOL_PROGRESS')!.text === escaped.slice(0, 1000)).toBe(true);
+  });
+
   it('encode as JSON.stringify({ n, u }) of the updates, from their JSON as measured', () => {
     const a: TurnUpdate = { sessionId: 's', kind: 'TEXT_DELTA', turn: 1, step: 2, text: 'say "hi"\n😀' };
     const b: TurnUpdate = { sessionId: 's', kind: 'STEP_ENDED', turn: 1, step: 2, text: undefined };

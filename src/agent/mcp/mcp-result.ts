@@ -12,7 +12,8 @@
 //   base64 each, else its size is kept instead; the whole kept result is at
 //   most MAX_KEPT_RESULT_CHARS, past which text is cut and parts dropped, and
 //   `truncated` says so; structured content holding more distinct keys than an
-//   event may (core/storable.ts) is dropped too;
+//   event may (core/storable.ts), or nested deeper than JSON.stringify can
+//   write, is dropped too;
 // - fields the specification does not name (`_meta`, anything else) are not kept;
 // - the text the model reads has its terminal escapes dropped and other hidden
 //   characters shown (core/visible-text.ts), as the shell's output has.
@@ -48,6 +49,20 @@ export interface ScreenedResult {
 }
 
 const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
+
+/**
+ * Structured content as JSON text, or undefined when it nests deeper than JSON.stringify's stack reaches (a line of
+ * 600 KB nests 100,000 objects: JSON.parse reads it, writing it back throws). Such content is left out, as the log
+ * leaves out what it cannot hold (core/storable.ts toStorableJson): before, the throw made the call an error,
+ * "Maximum call stack size exceeded", in place of what the server answered, and nothing of it was kept.
+ */
+function jsonOf(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
+}
 /** The bytes base64 text stands for ("=" pads the last group). */
 const bytesOf = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith('==') ? 2 : base64.endsWith('=') ? 1 : 0);
 
@@ -158,9 +173,9 @@ export function screenResult(result: CallToolResult): ScreenedResult {
   }
   let structuredContent: Record<string, unknown> | undefined;
   if (result.structuredContent !== undefined) {
-    const json = JSON.stringify(result.structuredContent);
+    const json = jsonOf(result.structuredContent);
     // Within the characters, it may still hold more distinct keys than an event takes at any door (core/storable.ts).
-    if (take(json.length) === json.length && !tooManyKeys(result.structuredContent)) structuredContent = result.structuredContent;
+    if (json !== undefined && take(json.length) === json.length && !tooManyKeys(result.structuredContent)) structuredContent = result.structuredContent;
     else truncated = true;
   }
   return {
@@ -203,7 +218,7 @@ export function resultText(whole: CallToolResult, screened: ScreenedResult): str
   chars += Math.max(0, parts.length - 1);
   // Structured content alone is the answer the model reads (cut as text is).
   if (parts.length === 0 && whole.structuredContent) {
-    const json = JSON.stringify(whole.structuredContent);
+    const json = jsonOf(whole.structuredContent) ?? '[structured content nested too deeply to be read]';
     parts.push(json.slice(0, MAX_RESULT_TEXT_CHARS));
     chars = json.length;
   }

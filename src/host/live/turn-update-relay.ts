@@ -16,7 +16,14 @@ export { mergeDeltas, turnUpdateChars };
 
 /** Postgres rejects NOTIFY payloads of 8000 bytes or more; keep a margin for the envelope. */
 const MAX_PAYLOAD_BYTES = 7000;
-const MAX_DELTA_CHARS = 1500; // ≤ 4 bytes per char in UTF-8, JSON escapes aside: well under the limit
+/**
+ * The most code points of text (a delta's piece, a progress message, a reason) one update carries in a payload: each
+ * is at most 6 bytes of its JSON (a control character or a lone surrogate is written `\u0001`), so 6,000 bytes with
+ * the update's other fields stay under Postgres's limit. At 1,500 (4 bytes each, escapes left out of the count) a
+ * model's or an MCP server's text of control characters made payloads of 9,000 to 12,000 bytes: Postgres refused
+ * them, and with them every notification of the process queued beside them (notify-queue.ts).
+ */
+const MAX_DELTA_CHARS = 1000;
 /** First turn update waits this long for company before it is sent. */
 const TURN_COALESCE_MS = 10;
 
@@ -102,6 +109,9 @@ export class TurnUpdateRelay {
   }
 }
 
+/** The first MAX_DELTA_CHARS code points of `text` (a surrogate pair is never split). */
+const firstChars = (text: string) => (text.length <= MAX_DELTA_CHARS ? text : Array.from(text).slice(0, MAX_DELTA_CHARS).join(''));
+
 /**
  * Groups updates into NOTIFY payloads below the size limit, in order: adjacent
  * deltas are merged, long ones split. Exported for tests.
@@ -139,10 +149,11 @@ function sizedPayloadItems<T>(updates: TurnUpdate[], item: (u: TurnUpdate, json:
     let u = piece;
     let json = JSON.stringify(u);
     let bytes = Buffer.byteLength(json) + 1;
-    // A call's arguments (and a decision's reason) may be far larger than a payload: live subscribers get
-    // the update without the arguments and with the reason cut (the log's replay holds them whole).
+    // A call's arguments (and a decision's reason, a tool's progress message) may be far larger than a payload: live
+    // subscribers get the update without the arguments and with the reason and text cut (the log's replay holds the
+    // arguments and reason whole).
     if (bytes > MAX_PAYLOAD_BYTES) {
-      u = { ...u, arguments: undefined, ...(u.reason ? { reason: Array.from(u.reason).slice(0, MAX_DELTA_CHARS).join('') } : {}) };
+      u = { ...u, arguments: undefined, ...(u.reason ? { reason: firstChars(u.reason) } : {}), ...(u.text ? { text: firstChars(u.text) } : {}) };
       json = JSON.stringify(u);
       bytes = Buffer.byteLength(json) + 1;
     }
