@@ -17,7 +17,7 @@ import { CHUNK_MAX, chunksOf } from '../../src/core/file-chunks.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { pgServerUrl } from '../helpers/db.ts';
+import { createEmptyDatabase } from '../helpers/db.ts';
 import { reclaimed } from '../helpers/reclaimed.ts';
 import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { importRecording, recordingOf, sha256 } from './hostile-doors.ts';
@@ -161,12 +161,7 @@ describe('the migration of contents shared between tenants', () => {
   const orphan = randomBytes(2 * CHUNK_MAX);
 
   beforeAll(async () => {
-    const name = `t_blobmig_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
-    const admin = new pg.Client(pgConfigFromUrl(`${pgServerUrl()}/postgres`));
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    url = `${pgServerUrl()}/${name}`;
+    url = await createEmptyDatabase('t_blobmig');
     // The database as the release before left it: every migration before this one.
     const before = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-blobmig-'));
     fs.copyFileSync(path.join(MIGRATIONS, 'migration_lock.toml'), path.join(before, 'migration_lock.toml'));
