@@ -89,19 +89,21 @@ describe.each([
 
   it("deleting all of one tenant's sessions holding it leaves the other's copy readable, each way; the last deletion leaves nothing", async () => {
     const content = randomBytes(size);
-    const readable = (file: { hash: string; base64: string }) => expect(Buffer.from(file.base64, 'base64').equals(content)).toBe(true);
+    /** After `gone`'s session `id` is deleted and reclaimed, `stays`'s session `kept` reads and exports the content, and only its copy is left. */
+    const deletedLeaves = async (gone: Record<string, string>, id: string, stays: Record<string, string>, kept: string, tenant: string) => {
+      await deleteAs(gone, id);
+      await reclaimed(app);
+      expect(Buffer.from((await readAs(stays, kept)).base64, 'base64').equals(content)).toBe(true);
+      const recording: string = (await gqlAs(stays)(`query($id: ID!) { session(id: $id) { recording } }`, { id: kept })).data.session.recording;
+      const line = recording.split('\n').find((l) => l.startsWith('{"blob"'));
+      expect(Buffer.from(JSON.parse(line!).base64, 'base64').equals(content)).toBe(true);
+      expect((await copiesOf(content)).blob).toEqual([tenant]);
+    };
     const a1 = await importAs(A, content);
     const b1 = await importAs(B, content);
-    await deleteAs(A, a1);
-    await reclaimed(app);
-    readable(await readAs(B, b1));
-    expect((await copiesOf(content)).blob).toEqual(['beta']);
-
+    await deletedLeaves(A, a1, B, b1, 'beta');
     const a2 = await importAs(A, content);
-    await deleteAs(B, b1);
-    await reclaimed(app);
-    readable(await readAs(A, a2));
-    expect((await copiesOf(content)).blob).toEqual(['alpha']);
+    await deletedLeaves(B, b1, A, a2, 'alpha');
 
     await deleteAs(A, a2);
     await reclaimed(app);
