@@ -384,8 +384,12 @@ export class FileWorkspace {
       }
       const overQuota = quotaProblem(entries, this.owner.limits);
       if (overQuota) throw cannot(overQuota);
-      // Every content as stored, before anything is written: the quota above counted the sizes the log claims.
-      const sizes = await this.owner.blobs.storedSizes(entries.map((e) => e.hash));
+      // Every content as stored (the tenant's copy), before anything is written: the quota above counted the sizes the log claims.
+      const owner = await this.owner.blobs.tenantOf(this.sessionId);
+      const sizes = await this.owner.blobs.storedSizes(
+        owner,
+        entries.map((e) => e.hash),
+      );
       const byHash = new Map<string, FileEntry[]>();
       for (const e of entries) {
         const size = sizes.get(e.hash);
@@ -416,7 +420,7 @@ export class FileWorkspace {
           CONTENT_PAGE_BYTES,
         );
         for (const hashes of pages) {
-          const contents = await this.owner.blobs.contents(hashes).catch((err) => {
+          const contents = await this.owner.blobs.contents(owner, hashes).catch((err) => {
             if (!(err instanceof ContentMismatchError)) throw err;
             const named = byHash.get(err.hash)![0];
             throw cannot(contentProblem(named, err.found) ?? err.message);

@@ -1,13 +1,14 @@
-// Session file workspaces in Postgres: file contents stored once by
-// sha-256 (FileBlob, deduplicated across every session), which session stored
-// which blob (SessionBlob: deletion removes the blobs no remaining session
-// stored), and the reads that need no agent: the tree as of a seq, one file,
+// Session file workspaces in Postgres: file contents stored once per tenant
+// by sha-256 (FileBlob, deduplicated across the tenant's sessions, never
+// between tenants: docs/files.md "Contents are stored once per tenant"), which
+// session stored which blob (SessionBlob: deletion removes the blobs no
+// remaining session of the tenant stored), and the reads that need no agent: the tree as of a seq, one file,
 // and what changed between two seqs. The tree itself is the fold of the log's
 // change sets (core/file-tree.ts; store/session-log.ts `fileChangeSetPages`),
 // from the nearest checkpoint (store/file-tree-checkpoints.ts).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { badInput, ForklineError } from '../core/errors.ts';
+import { badInput, ForklineError, sessionNotFound } from '../core/errors.ts';
 import { groupsBySize } from '../core/size-groups.ts';
 import {
   contentProblem,
@@ -179,7 +180,7 @@ export class FileBlobs {
         `WITH held AS MATERIALIZED (
            SELECT DISTINCT sb.hash FROM unnest($2::text[]) h(hash) JOIN "SessionBlob" sb ON sb.tenant = $1 AND sb.hash = h.hash
          )
-         SELECT b.hash, b.size FROM held JOIN "FileBlob" b ON b.hash = held.hash`,
+         SELECT b.hash, b.size FROM held JOIN "FileBlob" b ON b.tenant = $1 AND b.hash = held.hash`,
         [tenant, hashes.slice(i, i + BLOB_PAGE)],
       );
       for (const r of rows) out.set(r.hash, r.size);
@@ -244,14 +245,25 @@ export class FileBlobs {
     );
   }
 
+  /** The tenant of a session, whose copies of contents its reads and writes use; SESSION_NOT_FOUND when it is gone. */
+  async tenantOf(ref: LogRef, db: Db = this.pool): Promise<string> {
+    const id = typeof ref === 'string' ? ref : ref.sessionId;
+    const { rows } = await db.query<{ tenant: string }>('SELECT tenant FROM "Session" WHERE id = $1 AND "treeId" = $2', [id, await this.log.treeOf(ref, db)]);
+    if (!rows[0]) throw sessionNotFound(id);
+    return rows[0].tenant;
+  }
+
   /**
-   * Stores contents a session's call produced, each once whatever else holds
-   * it, and notes that the session stored them — before the change set naming
-   * them is appended, so no log ever names a missing blob. (When that append
-   * then fails, the blobs stay with the session until it is deleted.) A big
-   * content is stored as its chunks (core/file-chunks.ts), each once: a new
-   * version of a big file adds only the chunks that differ. One statement, so
-   * a blob row without content always has its chunk list.
+   * Stores contents a session's call produced, each once in its tenant
+   * whatever else of the tenant holds it, and notes that the session stored
+   * them — before the change set naming them is appended, so no log ever
+   * names a missing blob. (When that append then fails, the blobs stay with
+   * the session until it is deleted.) A big content is stored as its chunks
+   * (core/file-chunks.ts), each once in the tenant: a new version of a big
+   * file adds only the chunks that differ. One statement, so a blob row
+   * without content always has its chunk list. What other tenants hold is
+   * never looked at: the write costs what it costs for content nobody holds
+   * (docs/files.md "Contents are stored once per tenant").
    */
   async put(sessionId: string, blobs: ReadonlyArray<{ hash: string; content: Uint8Array }>, db: Db = this.pool): Promise<void> {
     if (blobs.length === 0) return;
@@ -277,19 +289,22 @@ export class FileBlobs {
         links.chunk.push(hash);
       });
     }
+    // The session's tenant, read in the statement (no session: null, which every row refuses).
+    const tenant = `(SELECT tenant FROM "Session" WHERE id = $1 AND "treeId" = $11)`;
     await db.query(
       `WITH c AS (
-         INSERT INTO "FileChunk" (hash, size, content)
-         SELECT h, s, substring($7::bytea from a for s) FROM unnest($5::text[], $6::int[], $12::int[]) x(h, s, a) ON CONFLICT (hash) DO NOTHING
+         INSERT INTO "FileChunk" (tenant, hash, size, content)
+         SELECT ${tenant}, h, s, substring($7::bytea from a for s) FROM unnest($5::text[], $6::int[], $12::int[]) x(h, s, a) ON CONFLICT (tenant, hash) DO NOTHING
        ), b AS (
-         INSERT INTO "FileBlob" (hash, size, content)
-         SELECT h, s, substring($7::bytea from a for s) FROM unnest($2::text[], $3::int[], $4::int[]) x(h, s, a) ON CONFLICT (hash) DO NOTHING RETURNING hash
+         INSERT INTO "FileBlob" (tenant, hash, size, content)
+         SELECT ${tenant}, h, s, substring($7::bytea from a for s) FROM unnest($2::text[], $3::int[], $4::int[]) x(h, s, a)
+         ON CONFLICT (tenant, hash) DO NOTHING RETURNING hash
        ), l AS (
-         INSERT INTO "FileBlobChunk" ("blobHash", idx, "chunkHash")
-         SELECT bh, i, ch FROM unnest($8::text[], $9::int[], $10::text[]) x(bh, i, ch) WHERE bh IN (SELECT hash FROM b)
+         INSERT INTO "FileBlobChunk" (tenant, "blobHash", idx, "chunkHash")
+         SELECT ${tenant}, bh, i, ch FROM unnest($8::text[], $9::int[], $10::text[]) x(bh, i, ch) WHERE bh IN (SELECT hash FROM b)
        )
        INSERT INTO "SessionBlob" ("sessionId", "treeId", hash, tenant)
-       SELECT $1, $11, h, (SELECT tenant FROM "Session" WHERE id = $1 AND "treeId" = $11) FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
+       SELECT $1, $11, h, ${tenant} FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
       [
         sessionId,
         unique.map((b) => b.hash),
@@ -308,24 +323,25 @@ export class FileBlobs {
   }
 
   /**
-   * Contents by hash (missing hashes are absent from the map), a page of
-   * blobs per statement; chunked ones put together. Each is checked against
-   * its hash as it is read: a ContentMismatchError, never other bytes under
-   * its name.
+   * The tenant's contents by hash (missing hashes are absent from the map), a
+   * page of blobs per statement; chunked ones put together. Each is checked
+   * against its hash as it is read: a ContentMismatchError, never other bytes
+   * under its name.
    */
-  async contents(hashes: Iterable<string>, db: Db = this.pool): Promise<Map<string, Buffer>> {
+  async contents(tenant: string, hashes: Iterable<string>, db: Db = this.pool): Promise<Map<string, Buffer>> {
     const all = [...new Set(hashes)];
     const out = new Map<string, Buffer>();
     for (let i = 0; i < all.length; i += BLOB_PAGE) {
-      const { rows } = await db.query<{ hash: string; content: Buffer | null }>('SELECT hash, content FROM "FileBlob" WHERE hash = ANY($1::text[])', [
-        all.slice(i, i + BLOB_PAGE),
-      ]);
+      const { rows } = await db.query<{ hash: string; content: Buffer | null }>(
+        'SELECT hash, content FROM "FileBlob" WHERE tenant = $1 AND hash = ANY($2::text[])',
+        [tenant, all.slice(i, i + BLOB_PAGE)],
+      );
       const chunked: string[] = [];
       for (const r of rows) {
         if (r.content) out.set(r.hash, r.content);
         else chunked.push(r.hash);
       }
-      if (chunked.length) for (const [hash, content] of await this.assemble(chunked, db)) out.set(hash, content);
+      if (chunked.length) for (const [hash, content] of await this.assemble(tenant, chunked, db)) out.set(hash, content);
     }
     for (const [hash, content] of out) {
       const found = { hash: sha256(content), size: content.byteLength };
@@ -335,23 +351,26 @@ export class FileBlobs {
   }
 
   /**
-   * The sizes of stored contents by hash, as Postgres holds them (missing
-   * hashes are absent): reads go by these, never by the size a change set
-   * claims, which came with the data that wrote it.
+   * The sizes of the tenant's stored contents by hash, as Postgres holds them
+   * (missing hashes are absent): reads go by these, never by the size a
+   * change set claims, which came with the data that wrote it.
    */
-  async storedSizes(hashes: Iterable<string>, db: Db = this.pool): Promise<Map<string, number>> {
+  async storedSizes(tenant: string, hashes: Iterable<string>, db: Db = this.pool): Promise<Map<string, number>> {
     const all = [...new Set(hashes)];
     if (all.length === 0) return new Map();
-    const { rows } = await db.query<{ hash: string; size: number }>('SELECT hash, size FROM "FileBlob" WHERE hash = ANY($1::text[])', [all]);
+    const { rows } = await db.query<{ hash: string; size: number }>('SELECT hash, size FROM "FileBlob" WHERE tenant = $1 AND hash = ANY($2::text[])', [
+      tenant,
+      all,
+    ]);
     return new Map(rows.map((r) => [r.hash, r.size]));
   }
 
   /** Chunked blobs' contents: their chunks in order, one statement. */
-  private async assemble(hashes: string[], db: Db): Promise<Map<string, Buffer>> {
+  private async assemble(tenant: string, hashes: string[], db: Db): Promise<Map<string, Buffer>> {
     const { rows } = await db.query<{ hash: string; content: Buffer }>(
-      `SELECT l."blobHash" AS hash, c.content FROM "FileBlobChunk" l JOIN "FileChunk" c ON c.hash = l."chunkHash"
-       WHERE l."blobHash" = ANY($1::text[]) ORDER BY l."blobHash", l.idx`,
-      [hashes],
+      `SELECT l."blobHash" AS hash, c.content FROM "FileBlobChunk" l JOIN "FileChunk" c ON c.tenant = l.tenant AND c.hash = l."chunkHash"
+       WHERE l.tenant = $1 AND l."blobHash" = ANY($2::text[]) ORDER BY l."blobHash", l.idx`,
+      [tenant, hashes],
     );
     const parts = new Map<string, Buffer[]>();
     for (const r of rows) (parts.get(r.hash) ?? parts.set(r.hash, []).get(r.hash)!).push(r.content);
@@ -376,10 +395,11 @@ export class FileBlobs {
     if (s.eventCount === 0) return null;
     const named = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount), db)).get(at);
     if (!named) return null;
-    const size = (await this.storedSizes([named.hash], db)).get(named.hash);
+    const tenant = await this.tenantOf(s.ref, db);
+    const size = (await this.storedSizes(tenant, [named.hash], db)).get(named.hash);
     const entry = size === undefined ? named : { ...named, size };
     if (size === undefined || size > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
-    const bytes = (await this.contents([entry.hash], db)).get(entry.hash);
+    const bytes = (await this.contents(tenant, [entry.hash], db)).get(entry.hash);
     if (!bytes || bytes.byteLength > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
     const text = textOf(bytes);
     return { ...entry, text: text ?? null, base64: text === undefined ? bytes.toString('base64') : null };
@@ -397,8 +417,10 @@ export class FileBlobs {
     seqWithin(to, s.eventCount, 'toSeq');
     const [before, after] = await Promise.all([fromSeq === -1 ? new Map() : this.tree(s.ref, fromSeq, db), this.tree(s.ref, to, db)]);
     const named = treeChanges(before, after);
+    const tenant = await this.tenantOf(s.ref, db);
     // Sizes as stored, not as the change sets claim: what is read and diffed is bounded by what the blobs hold.
     const sizes = await this.storedSizes(
+      tenant,
       named.flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h),
       db,
     );
@@ -415,6 +437,7 @@ export class FileBlobs {
       return true;
     });
     const blobs = await this.contents(
+      tenant,
       changed
         .filter((_, i) => diffed[i])
         .flatMap((c) => [c.before?.hash, c.after?.hash])
@@ -472,7 +495,7 @@ export class FileBlobs {
       // What the session stored is its tenant's, at its stored size: only the rest asks heldBy (which reads every
       // session of the tenant holding each content, and took seconds per statement inside a big import).
       const { rows: carriedRows } = await db.query<{ hash: string; size: number }>(
-        `SELECT b.hash, b.size FROM "SessionBlob" sb JOIN "FileBlob" b ON b.hash = sb.hash
+        `SELECT b.hash, b.size FROM "SessionBlob" sb JOIN "FileBlob" b ON b.tenant = sb.tenant AND b.hash = sb.hash
           WHERE sb."sessionId" = $1 AND sb."treeId" = $2 AND sb.hash = ANY($3::text[])`,
         [sessionId, treeId, named],
       );
@@ -521,6 +544,7 @@ export class FileBlobs {
     opts: { maxHashes?: number; page?: ChangeSetPage } = {},
   ): AsyncGenerator<RecordingBlob> {
     if (toSeq < 0) return;
+    const tenant = await this.tenantOf(ref, db);
     const max = opts.maxHashes ?? RECORDING_HASHES_HELD;
     for (let after = ''; ;) {
       // The smallest `max` hashes past `after`; `bound`: the least hash left for a later pass.
@@ -537,22 +561,22 @@ export class FileBlobs {
         if (found.size > max + (max >> 1)) keepSmallest();
       }
       const hashes = keepSmallest();
-      yield* this.blobsOf(hashes, pageBytes, db);
+      yield* this.blobsOf(tenant, hashes, pageBytes, db);
       if (bound === undefined) return;
       after = hashes[hashes.length - 1];
     }
   }
 
-  /** Stored contents of `hashes` (those stored), in their order, read in pages of at most `pageBytes`. */
-  private async *blobsOf(hashes: readonly string[], pageBytes: number, db: Db): AsyncGenerator<RecordingBlob> {
+  /** The tenant's stored contents of `hashes` (those stored), in their order, read in pages of at most `pageBytes`. */
+  private async *blobsOf(tenant: string, hashes: readonly string[], pageBytes: number, db: Db): AsyncGenerator<RecordingBlob> {
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
-      const sizes = await this.storedSizes(hashes.slice(i, i + BLOB_PAGE), db);
+      const sizes = await this.storedSizes(tenant, hashes.slice(i, i + BLOB_PAGE), db);
       const stored = hashes.slice(i, i + BLOB_PAGE).flatMap((h) => {
         const bytes = sizes.get(h);
         return bytes === undefined ? [] : [{ item: h, bytes }];
       });
       for (const p of groupsBySize(stored, pageBytes)) {
-        const contents = await this.contents(p, db);
+        const contents = await this.contents(tenant, p, db);
         for (const h of p) {
           const content = contents.get(h);
           if (content) yield { blob: h, base64: content.toString('base64') };
@@ -582,28 +606,34 @@ export class FileBlobs {
   }
 
   /**
-   * Deletes those of `hashes` no session stores any more (after the sessions
-   * that stored them were deleted), then the chunks of theirs no remaining
-   * blob holds. A blob another session stores meanwhile is kept: its
-   * SessionBlob row's foreign key refuses the delete, and the blob waits for
-   * the next deletion that names it (a chunk likewise, by FileBlobChunk's).
+   * Deletes the tenant's copies of those of `hashes` no session of the tenant
+   * stores any more (after the sessions that stored them were deleted), then
+   * the tenant's chunks of theirs no remaining blob of the tenant holds.
+   * Other tenants' copies are theirs: never looked at. A blob another session
+   * stores meanwhile is kept: its SessionBlob row's foreign key refuses the
+   * delete, and the blob waits for the next deletion that names it (a chunk
+   * likewise, by FileBlobChunk's).
    */
-  async deleteUnreferenced(hashes: readonly string[]): Promise<number> {
+  async deleteUnreferenced(tenant: string, hashes: readonly string[]): Promise<number> {
     let deleted = 0;
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
       const page = hashes.slice(i, i + BLOB_PAGE);
       const { rows: chunkRows } = await this.pool.query<{ hash: string }>(
-        'SELECT DISTINCT "chunkHash" AS hash FROM "FileBlobChunk" WHERE "blobHash" = ANY($1::text[])',
-        [page],
+        'SELECT DISTINCT "chunkHash" AS hash FROM "FileBlobChunk" WHERE tenant = $2 AND "blobHash" = ANY($1::text[])',
+        [page, tenant],
       );
       deleted += await this.deleteRefused(
-        `DELETE FROM "FileBlob" b WHERE b.hash = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM "SessionBlob" r WHERE r.hash = b.hash)`,
+        `DELETE FROM "FileBlob" b WHERE b.tenant = $2 AND b.hash = ANY($1::text[])
+           AND NOT EXISTS (SELECT 1 FROM "SessionBlob" r WHERE r.tenant = b.tenant AND r.hash = b.hash)`,
         page,
+        tenant,
       );
       if (chunkRows.length) {
         await this.deleteRefused(
-          `DELETE FROM "FileChunk" c WHERE c.hash = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM "FileBlobChunk" l WHERE l."chunkHash" = c.hash)`,
+          `DELETE FROM "FileChunk" c WHERE c.tenant = $2 AND c.hash = ANY($1::text[])
+             AND NOT EXISTS (SELECT 1 FROM "FileBlobChunk" l WHERE l.tenant = c.tenant AND l."chunkHash" = c.hash)`,
           chunkRows.map((r) => r.hash),
+          tenant,
         );
       }
     }
@@ -611,9 +641,9 @@ export class FileBlobs {
   }
 
   /** Runs a delete that a foreign key may refuse (something came to hold the row meanwhile: it stays). */
-  private async deleteRefused(sql: string, hashes: string[]): Promise<number> {
+  private async deleteRefused(sql: string, hashes: string[], tenant: string): Promise<number> {
     try {
-      return (await this.pool.query(sql, [hashes])).rowCount ?? 0;
+      return (await this.pool.query(sql, [hashes, tenant])).rowCount ?? 0;
     } catch (err) {
       if ((err as { code?: string }).code !== '23503') throw err;
       return 0;

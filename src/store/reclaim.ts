@@ -89,9 +89,13 @@ export class DeletionReclaim {
       );
       if (sessions.length === 0) {
         // The events are gone: the file contents no remaining session stores (a failure leaves the deletion unfinished, tried again).
-        const { rows: held } = await client.query<{ blobHashes: string[] | null }>(`SELECT "blobHashes" FROM "Deletion" WHERE id = $1`, [deletion.id]);
+        // The tenant's copies only (its sessions' blobs are its own: docs/files.md "Contents are stored once per tenant").
+        const { rows: held } = await client.query<{ tenant: string; blobHashes: string[] | null }>(
+          `SELECT tenant, "blobHashes" FROM "Deletion" WHERE id = $1`,
+          [deletion.id],
+        );
         const blobs = held[0].blobHashes ?? [];
-        if (blobs.length) await this.files.deleteUnreferenced(blobs);
+        if (blobs.length) await this.files.deleteUnreferenced(held[0].tenant, blobs);
         await client.query(`UPDATE "Deletion" SET "finishedAt" = now(), "blobHashes" = '{}' WHERE id = $1`, [deletion.id]);
         return true;
       }

@@ -27,3 +27,16 @@ export async function createTestDatabase(): Promise<string> {
   }
   return `${pgServerUrl()}/${name}`;
 }
+
+/** A fresh, empty database (no migration applied: a test builds an older form in it); returns its URL. */
+export async function createEmptyDatabase(prefix: string): Promise<string> {
+  const name = `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const admin = new pg.Client(pgConfigFromUrl(`${pgServerUrl()}/postgres`));
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  return `${pgServerUrl()}/${name}`;
+}

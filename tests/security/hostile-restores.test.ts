@@ -165,8 +165,8 @@ describe('a restore of big files', () => {
     /** The store the workspaces read through, noting the most bytes of contents one read returned. */
     class Watched extends FileBlobs {
       largest = 0;
-      override async contents(hashes: Iterable<string>, db?: Parameters<FileBlobs['contents']>[1]) {
-        const out = await super.contents(hashes, db);
+      override async contents(tenant: string, hashes: Iterable<string>, db?: Parameters<FileBlobs['contents']>[2]) {
+        const out = await super.contents(tenant, hashes, db);
         this.largest = Math.max(
           this.largest,
           [...out.values()].reduce((n, c) => n + c.byteLength, 0),

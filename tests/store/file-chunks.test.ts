@@ -66,7 +66,7 @@ describe('a big file', () => {
     expect(two.chunkBytes - one.chunkBytes).toBeLessThan(v2.size / 2);
 
     // Store level.
-    const contents = await app.services.store.files.contents([v1.hash, v2.hash]);
+    const contents = await app.services.store.files.contents(scope.tenant, [v1.hash, v2.hash]);
     expect(contents.get(v1.hash)!.equals(v1.content)).toBe(true);
     expect(contents.get(v2.hash)!.equals(v2.content)).toBe(true);
 
@@ -132,10 +132,10 @@ describe('a big file', () => {
     await app.services.store.append(s2, fileCallEvents(1, [{ path: 'f', hash: b.hash, size: b.size }]));
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: s1 });
     await reclaimed(app);
-    expect((await app.services.store.files.contents([b.hash])).get(b.hash)!.equals(b.content)).toBe(true);
+    expect((await app.services.store.files.contents(scope.tenant, [b.hash])).get(b.hash)!.equals(b.content)).toBe(true);
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: s2 });
     await reclaimed(app);
-    expect((await app.services.store.files.contents([a.hash, b.hash])).size).toBe(0);
+    expect((await app.services.store.files.contents(scope.tenant, [a.hash, b.hash])).size).toBe(0);
   });
 });
 
@@ -153,9 +153,9 @@ describe('one put of many contents', () => {
       id,
       contents.map((content) => ({ hash: sha256(content), content })),
     );
-    const read = await app.services.store.files.contents(contents.map(sha256));
+    const read = await app.services.store.files.contents(scope.tenant, contents.map(sha256));
     expect(read.size).toBe(5);
     for (const c of contents) expect(Buffer.compare(read.get(sha256(c))!, c), `${c.byteLength} bytes`).toBe(0);
-    expect(await app.services.store.files.storedSizes(contents.map(sha256))).toEqual(new Map(contents.map((c) => [sha256(c), c.byteLength])));
+    expect(await app.services.store.files.storedSizes(scope.tenant, contents.map(sha256))).toEqual(new Map(contents.map((c) => [sha256(c), c.byteLength])));
   });
 });

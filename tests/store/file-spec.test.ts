@@ -11,7 +11,10 @@ const scope = { tenant: 'local' };
 async function filesOf(id: string, atSeq?: number): Promise<Files> {
   const { files } = app.services.store;
   const tree = await files.tree(id, atSeq);
-  const contents = await files.contents([...tree.values()].map((e) => e.hash));
+  const contents = await files.contents(
+    scope.tenant,
+    [...tree.values()].map((e) => e.hash),
+  );
   return Object.fromEntries([...tree.values()].map((e) => [e.path, contents.get(e.hash)!.toString('utf8')]));
 }
 

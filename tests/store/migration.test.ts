@@ -14,7 +14,7 @@ import { buildForkSeed } from '../../src/core/fork-seed.ts';
 import { recordingHeader, recordingLine } from '../../src/core/recording.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { pgServerUrl } from '../helpers/db.ts';
+import { createEmptyDatabase } from '../helpers/db.ts';
 import { openAtCut, REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
 import type { LogEvent } from '../../src/core/events.ts';
 
@@ -76,12 +76,7 @@ async function copyFork(child: string, parent: string, cut: number, own: LogEven
 }
 
 beforeAll(async () => {
-  const name = `t_mig_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  const admin = new pg.Client(pgConfigFromUrl(`${pgServerUrl()}/postgres`));
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  databaseUrl = `${pgServerUrl()}/${name}`;
+  databaseUrl = await createEmptyDatabase('t_mig');
   db = new pg.Client(pgConfigFromUrl(databaseUrl));
   await db.connect();
   // The database as the previous release left it: its migrations applied and recorded.
