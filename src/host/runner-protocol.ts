@@ -52,6 +52,7 @@ import { OpenStepCalls, readOpenTail, turnUpdatesRead, type TurnUpdate } from '.
 import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
 import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
 import { SESSIONS_CHANNEL } from '../store/channels.ts';
+import { checkCallFirst } from '../core/call-first.ts';
 import { DEFAULT_RUNNER_LEASE_MS, externalRunnerOf, leaseIsFree, RunnerLeases, type RunnerClaim, type RunnerLease } from '../store/leases.ts';
 
 /**
@@ -435,6 +436,7 @@ export class RunnerProtocol {
         });
       }
     }
+    checkCallFirst(events, expectedEventCount);
     await this.checkFileChanges(scope, sessionId, token, expectedEventCount, events);
     const declared = events.some((e) => e.type === 'model/message') ? await this.declaredTools(sessionId, expectedEventCount) : undefined;
     return this.write(scope, sessionId, withDeclaredEffects(events, declared, expectedEventCount), token, expectedEventCount, opts.release ?? false);

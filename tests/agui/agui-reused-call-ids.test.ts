@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpAgent } from '@ag-ui/client';
 import type { Message } from '@ag-ui/core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { callFirstBatches } from '../helpers/runner-batches.ts';
 import { SNAPSHOT_EVENTS } from '../../src/agui/agui-handler.ts';
 
 let app: TestApp;
@@ -79,11 +80,14 @@ async function runnerThreadWithC1() {
   const { sendMessage } = await app.ok(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "first"}) { inputId } }`, { id });
   const token = (await app.ok(`mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r1"}) { lease { token } } }`, { id })).claimSession.lease
     .token as number;
+  /** Appends as the runner does, each call before its result (callFirstBatches). */
   const append = async (evs: Array<[string, unknown]>) => {
-    const r = await app.gql(`mutation($i: AppendEventsInput!) { appendEvents(input: $i) { session { eventCount } } }`, {
-      i: { sessionId: id, leaseToken: token, expectedEventCount: await count(), events: evs.map(([type, data]) => ({ type, data })) },
-    });
-    expect(r.errors).toBeUndefined();
+    for (const events of callFirstBatches(evs.map(([type, data]) => ({ type, data })))) {
+      const r = await app.gql(`mutation($i: AppendEventsInput!) { appendEvents(input: $i) { session { eventCount } } }`, {
+        i: { sessionId: id, leaseToken: token, expectedEventCount: await count(), events },
+      });
+      expect(r.errors).toBeUndefined();
+    }
   };
   await append([
     ['inbox/remove', { inputId: sendMessage.inputId, reason: 'taken' }],

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { ForklineRunner, LeaseLostError, type RunnerEvent } from '@forkline/runner';
+import { ForklineRunner, LeaseLostError, type RunnerEvent, type RunnerSession } from '@forkline/runner';
 
 let service: ServiceProcess;
 const runners: ForklineRunner[] = [];
@@ -155,5 +155,75 @@ describe('the runner SDK writes a tool turn in four batches', () => {
       'read-only',
     ]);
     expect(evs.filter((e: any) => e.type === 'turn/end').map((e: any) => e.data.reason)).toEqual(['completed', 'completed']);
+  });
+});
+
+describe('the runner SDK and rule call first (docs/runners.md "Why the call goes first")', () => {
+  /** A session of the pool with a message waiting, served by `work` with the SDK's appends recorded. */
+  async function served(text: string, work: (session: RunnerSession, batches: RunnerEvent[][]) => Promise<void>) {
+    const id = (await gql(`mutation { createSession(input: {runner: "fence"}) { id } }`)).createSession.id as string;
+    await gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
+    const batches: RunnerEvent[][] = [];
+    const ok = await runner(`call-first-${text}`).serve(id, async (session) => {
+      await session.declareTools([{ name: 'lookup', effect: 'read-only' }]);
+      const append = session.append.bind(session);
+      session.append = async (batch) => (batches.push(batch), append(batch));
+      await work(session, batches);
+    });
+    return { id, ok, batches };
+  }
+  const resultsBesideTheirCall = (batches: RunnerEvent[][]) =>
+    batches.filter((b) => {
+      const called = new Set(b.flatMap((e) => (e.type === 'model/message' ? (e.data.toolCalls as Array<{ id: string }>).map((c) => c.id) : [])));
+      return b.some((e) => e.type === 'tool/result' && called.has(e.data.callId as string));
+    });
+
+  it('TurnWriter: a result given before the call was stored, or a cancel of calls not started, goes in a later append than the call', async () => {
+    const { id, ok, batches } = await served('hasty', async (session) => {
+      const turn = session.turn(await session.modelRequest());
+      await turn.startStep();
+      // The app does not wait for the call's append before it answers the call.
+      const stored = turn.message({ text: '', toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{}' }] });
+      const answered = turn.result({ id: 'c1', name: 'lookup' }, 'ok', 'found');
+      await Promise.all([stored, answered]);
+      await turn.startStep();
+      // Cancelled before its tools started: the calls' results are had without running them.
+      const second = turn.message({ text: '', toolCalls: [{ id: 'c2', name: 'lookup', arguments: '{}' }] });
+      const cancelled = turn.cancelUnstarted('the user cancelled');
+      await Promise.all([second, cancelled]);
+      await turn.end('failed', 'cancelled');
+    });
+    expect(ok).toBe(true);
+    expect(resultsBesideTheirCall(batches)).toEqual([]);
+    const evs = await events(id);
+    expect(evs.filter((e: any) => e.type === 'tool/result').map((e: any) => [e.data.callId, e.data.status])).toEqual([
+      ['c1', 'ok'],
+      ['c2', 'error'],
+    ]);
+    expect(evs.at(-1).data).toEqual({ turn: 1, reason: 'failed' });
+  });
+
+  it("a raw append of a call with its result is refused (BAD_USER_INPUT, rule call first, the result's seq); nothing of it is written", async () => {
+    let refusal: any;
+    let before = 0;
+    const { id } = await served('raw', async (session) => {
+      const request = await session.modelRequest();
+      await session.storeDeclaredTools();
+      before = (await events(session.sessionId)).length;
+      const batch: RunnerEvent[] = [
+        { type: 'inbox/remove', data: { inputId: request.inputId, reason: 'taken' } },
+        { type: 'turn/start', data: { turn: 1, inputId: request.inputId } },
+        { type: 'step/start', data: { turn: 1, step: 1 } },
+        { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{}' }] } },
+        { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r-c1', status: 'error', content: 'not run', name: 'lookup' } },
+      ];
+      refusal = await session.append(batch).then(
+        () => undefined,
+        (err) => err,
+      );
+    });
+    expect(refusal?.code).toBe('BAD_USER_INPUT');
+    expect(refusal?.errors?.[0]?.extensions).toMatchObject({ rule: 'call first', seq: before + 4 });
+    expect(await events(id)).toHaveLength(before);
   });
 });

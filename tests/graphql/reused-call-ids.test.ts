@@ -5,6 +5,7 @@
 // after them), or the session and every fork of it stay broken.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { callFirstBatches } from '../helpers/runner-batches.ts';
 import { chatMessagesRefusal, startChatProvider, type ChatRequest } from '../helpers/chat-completions.ts';
 
 let app: TestApp;
@@ -59,13 +60,18 @@ const fork = async (id: string, atSeq: number, message?: string) =>
 const seqOf = (log: any[], type: string, data: Record<string, unknown>) =>
   log.find((e) => e.type === type && Object.entries(data).every(([k, v]) => e.data[k] === v)).seq as number;
 
-/** Appends as an external runner: claims the session, appends `batch` (it continues the log), gives the lease back. */
-async function append(id: string, batch: unknown[]) {
+/** Appends as an external runner: claims the session, appends `batch` (it continues the log; each call before its result), gives the lease back. */
+async function append(id: string, batch: Array<{ type: string; data: unknown }>) {
   const { claimSession } = await app.ok(`mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r"}) { lease { token } } }`, { id });
-  const { eventCount } = (await app.ok(EVENTS, { id })).session;
-  await app.ok(`mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
-    input: { sessionId: id, leaseToken: claimSession.lease.token, expectedEventCount: eventCount, events: batch, release: true },
-  });
+  let { eventCount } = (await app.ok(EVENTS, { id })).session;
+  const batches = callFirstBatches(batch);
+  for (const [i, events] of batches.entries()) {
+    const release = i === batches.length - 1;
+    await app.ok(`mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
+      input: { sessionId: id, leaseToken: claimSession.lease.token, expectedEventCount: eventCount, events, release },
+    });
+    eventCount += events.length;
+  }
 }
 
 /** What the provider answers the session's next request (Session.modelRequest, what forkline's own agent sends). */

@@ -7,6 +7,7 @@ import { openSubscriptions, subscribeWs, subscriptionsOpened } from '../helpers/
 import { waitFor } from '../helpers/wait.ts';
 import { anotherToken } from '../helpers/lease-tokens.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
+import { callFirstBatches } from '../helpers/runner-batches.ts';
 
 let app: TestApp;
 
@@ -41,8 +42,19 @@ async function claim(id: string, runner = 'r1', ms?: number): Promise<number> {
 
 const append = (sessionId: string, leaseToken: number, expectedEventCount: number, evs: Array<{ type: string; data: unknown }>) =>
   app.gql(APPEND, { input: { sessionId, leaseToken, expectedEventCount, events: evs } });
+/** `evs` as a runner appends them, the calls first (callFirstBatches): the last append's answer, or the first refusal. */
+async function appendCallFirst(sessionId: string, leaseToken: number, expectedEventCount: number, evs: Array<{ type: string; data: unknown }>) {
+  let expected = expectedEventCount;
+  let r: any;
+  for (const batch of callFirstBatches(evs)) {
+    r = await append(sessionId, leaseToken, expected, batch);
+    if (r.errors) return r;
+    expected += batch.length;
+  }
+  return r;
+}
 
-/** A first step that calls a tool, its result and the step's end. */
+/** A first step that calls a tool, its result and the step's end: a runner appends it in two batches, the call first (appendCallFirst). */
 const toolStep = (inputId: string) => [
   { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
   { type: 'turn/start', data: { turn: 1, inputId } },
@@ -78,7 +90,7 @@ describe('runner pools on sessions', () => {
   it('is kept by forks, branches, edits and fan-outs, whose children forkline does not run either', async () => {
     const { id, inputId } = await externalSession('first');
     const token = await claim(id);
-    expect((await append(id, token, 2, [...toolStep(inputId!), ...answerStep(1, 2, 'done')])).errors).toBeUndefined();
+    expect((await appendCallFirst(id, token, 2, [...toolStep(inputId!), ...answerStep(1, 2, 'done')])).errors).toBeUndefined();
     const fork = (await app.ok(`mutation($id: ID!) { forkSession(input: {sessionId: $id, atSeq: 5, message: "again"}) { session { id runner } } }`, { id }))
       .forkSession;
     const branch = (await app.ok(`mutation($id: ID!) { branchSession(input: {sessionId: $id, message: "b"}) { session { id runner } } }`, { id }))
@@ -107,7 +119,7 @@ describe('recordings of externally run sessions', () => {
   it('keep the runner pool through export and import (POST /recordings and importRecording); forkline never runs the import', async () => {
     const { id, inputId } = await externalSession('first');
     const token = await claim(id, 'rec');
-    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 2, events: [...toolStep(inputId!), ...answerStep(1, 2, 'done')] } });
+    expect((await appendCallFirst(id, token, 2, [...toolStep(inputId!), ...answerStep(1, 2, 'done')])).errors).toBeUndefined();
     await app.ok(RELEASE, { id, token });
     await app.ok(SEND, { id, text: 'waiting for the pool' });
     const recording = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
@@ -222,7 +234,7 @@ describe('appendEvents and the model request', () => {
     // forkline's catalog is not the runner's to run: a runner session's request lists what its runner declared (nothing yet).
     expect(first.tools).toEqual([]);
 
-    const written = await append(id, token, 2, toolStep(inputId!));
+    const written = await appendCallFirst(id, token, 2, toolStep(inputId!));
     expect(written.errors).toBeUndefined();
     expect(written.data.appendEvents.session).toMatchObject({ eventCount: 8, status: 'RUNNING' });
     const second = (await app.ok(REQUEST, { id })).session.modelRequest;
@@ -245,7 +257,7 @@ describe('appendEvents and the model request', () => {
   it('the request is as of the session row it was read with (one snapshot), even when the log moved on after the row was read', async () => {
     const { id, inputId } = await externalSession('what time is it?');
     const token = await claim(id);
-    expect((await append(id, token, 2, toolStep(inputId!))).errors).toBeUndefined();
+    expect((await appendCallFirst(id, token, 2, toolStep(inputId!))).errors).toBeUndefined();
     // The host's fold of the session is now at seq 8; a row read before the batch said 2 events.
     const atEight = (await app.ok(REQUEST, { id })).session;
     expect(atEight).toMatchObject({ eventCount: 8, modelRequest: { turn: 1, step: 2, inTurn: true } });
@@ -307,13 +319,13 @@ describe('bad batches are refused with their rule, and nothing is written', () =
   });
 
   it('a wrong token', async () => {
-    const r = await append(id, anotherToken(token), 2, toolStep(inputId));
+    const r = await append(id, anotherToken(token), 2, toolStep(inputId).slice(0, 4));
     expect(r.errors?.[0].extensions?.code).toBe('LEASE_LOST');
     expect(await eventCount(id)).toBe(2);
   });
 
   it('a wrong expected event count', async () => {
-    const r = await append(id, token, 5, toolStep(inputId));
+    const r = await append(id, token, 5, toolStep(inputId).slice(0, 4));
     expect(r.errors?.[0].extensions?.code).toBe('SESSION_BUSY');
     expect(await eventCount(id)).toBe(2);
   });
@@ -325,8 +337,62 @@ describe('bad batches are refused with their rule, and nothing is written', () =
   });
 
   it('then a good batch goes in', async () => {
-    expect((await append(id, token, 2, [...toolStep(inputId), ...answerStep(1, 2, 'ok')])).errors).toBeUndefined();
+    expect((await appendCallFirst(id, token, 2, [...toolStep(inputId), ...answerStep(1, 2, 'ok')])).errors).toBeUndefined();
     expect(await eventCount(id)).toBe(12);
+  });
+});
+
+describe('a call and its result in one batch (rule call first, docs/runners.md "Why the call goes first")', () => {
+  // An attacker runner's batches: the result was had before its call was stored, so a fork cut or a crash while the
+  // tool ran found no call in flight, and would run it again.
+  const resultOf = (callId: string, status: 'ok' | 'error') => ({
+    type: 'tool/result',
+    data: { turn: 1, step: 1, callId, resultId: `r-${callId}`, status, content: status === 'ok' ? '12:00' : 'the clock broke', name: 'clock' },
+  });
+  const callOf = (callId: string) => ({
+    type: 'model/message',
+    data: { turn: 1, step: 1, text: '', toolCalls: [{ id: callId, name: 'clock', arguments: '{}', effect: 'read-only' }] },
+  });
+
+  for (const status of ['ok', 'error'] as const) {
+    it(`is refused with the result's seq when the result is ${status}; the log is unchanged`, async () => {
+      const { id, inputId } = await externalSession('time?');
+      const token = await claim(id);
+      const before = await events(id);
+      const r = await append(id, token, 2, [...toolStep(inputId!).slice(0, 4), resultOf('c1', status)]);
+      expect(r.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'call first', seq: 6 });
+      expect(r.errors?.[0].message).toContain('event 6 (tool/result): the result of call c1 comes in the batch that makes the call');
+      expect(await events(id)).toEqual(before);
+      // Split after the model/message, the same events go in.
+      expect((await append(id, token, 2, toolStep(inputId!).slice(0, 4))).errors).toBeUndefined();
+      expect((await append(id, token, 6, [resultOf('c1', status)])).errors).toBeUndefined();
+      expect(await eventCount(id)).toBe(7);
+    });
+  }
+
+  it('is refused when another call stands between the call and its result in the batch', async () => {
+    const { id, inputId } = await externalSession('time?');
+    const token = await claim(id);
+    const r = await append(id, token, 2, [...toolStep(inputId!).slice(0, 4), callOf('c2'), resultOf('c1', 'ok')]);
+    expect(r.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'call first', seq: 7 });
+    expect(await eventCount(id)).toBe(2);
+  });
+
+  it("accepts a batch with a call and the result of another call stored before it; then the new call's result in the next batch", async () => {
+    const { id, inputId } = await externalSession('time?');
+    const token = await claim(id);
+    expect((await append(id, token, 2, toolStep(inputId!).slice(0, 4))).errors).toBeUndefined(); // c1, stored
+    const both = await append(id, token, 6, [callOf('c2'), resultOf('c1', 'ok')]);
+    expect(both.errors).toBeUndefined();
+    expect(both.data.appendEvents.session.eventCount).toBe(8);
+    const next = await append(id, token, 8, [resultOf('c2', 'error'), { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } }]);
+    expect(next.errors).toBeUndefined();
+    expect((await events(id)).slice(6).map((e: any) => [e.type, e.data.callId ?? null])).toEqual([
+      ['model/message', null],
+      ['tool/result', 'c1'],
+      ['tool/result', 'c2'],
+      ['step/end', null],
+    ]);
   });
 });
 
@@ -429,7 +495,7 @@ describe('the fast path: claimSessions and appendEvents release', () => {
   it("the turn's last batch gives the lease back when nothing is left; its token is refused after", async () => {
     const { id, inputId } = await externalSession('once');
     const token = await claim(id, 'r-release');
-    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 2, events: toolStep(inputId!) } });
+    expect((await appendCallFirst(id, token, 2, toolStep(inputId!))).errors).toBeUndefined();
     const end = (
       await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 8, events: answerStep(1, 2, 'done'), release: true } })
     ).appendEvents;
@@ -443,7 +509,7 @@ describe('the fast path: claimSessions and appendEvents release', () => {
     const { id, inputId } = await externalSession('first');
     const second = (await app.ok(SEND, { id, text: 'second' })).sendMessage.inputId;
     const token = await claim(id, 'r-keep');
-    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 3, events: toolStep(inputId!) } });
+    expect((await appendCallFirst(id, token, 3, toolStep(inputId!))).errors).toBeUndefined();
     const end = (
       await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 9, events: answerStep(1, 2, 'one'), release: true } })
     ).appendEvents;

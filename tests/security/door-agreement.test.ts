@@ -3,7 +3,8 @@
 // generator (hostile-logs.ts), go through every door that takes an event
 // sequence — a recording whole through POST /recordings and importRecording,
 // and a runner's appendEvents in pieces (the service writing what is the
-// service's: inputs, decisions, repair's closers). Each door gives the same
+// service's: inputs, decisions, repair's closers; a piece ends after each call's
+// model/message, as rule `call first` asks). Each door gives the same
 // verdict with the same error code (and, where both name one, the same rule at
 // the same seq), stores the same events, and every accepted log reads back,
 // exports and imports again, forks at every seq, and repairs (the shared
@@ -16,6 +17,7 @@ import { foldLog } from '../../src/core/log-state.ts';
 import { closeOpenTail, type RepairCause } from '../../src/core/repair.ts';
 import { MAX_JSON_DEPTH, MAX_JSON_KEYS, MAX_JSON_VALUES, MAX_PAYLOAD_KEYS } from '../../src/core/storable.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { makesCalls } from '../helpers/runner-batches.ts';
 import { wsOperation, type WsOperationOutcome } from '../helpers/subscribe.ts';
 import { mutate, planArb, writtenByService, type HostileEvent, type HostileLog, type Plan } from './hostile-logs.ts';
 
@@ -118,7 +120,12 @@ async function importDoor(log: HostileLog): Promise<Verdict> {
   return { accepted: false, code: error.extensions?.code, message: error.message, ...ruleOfMessage(error.message) };
 }
 
-/** A runner session of the pool, claimed: the service writes its events, the runner the rest in pieces cut where the plan says. */
+/**
+ * A runner session of the pool, claimed: the service writes its events, the runner the rest in pieces cut where the
+ * plan says, and after each model/message that makes calls. The log is the one the recording doors take; only its
+ * batching is a runner's: a call is in the log before its result (rule `call first`, docs/runners.md "Why the call
+ * goes first"), so a batch holding both would be refused by appendEvents alone.
+ */
 async function runnerDoor(log: HostileLog, plan: Plan): Promise<Verdict> {
   const id = (await app.ok(CREATE, { i: { runner: POOL } })).createSession.id as string;
   const token = (
@@ -140,7 +147,7 @@ async function runnerDoor(log: HostileLog, plan: Plan): Promise<Verdict> {
     if (service) while (j < log.events.length && writtenByService(log.events[j])) j++;
     else {
       const size = plan.cuts[cut++ % plan.cuts.length];
-      while (j < log.events.length && j - i < size && !writtenByService(log.events[j])) j++;
+      while (j < log.events.length && j - i < size && !writtenByService(log.events[j]) && !makesCalls(log.events[j - 1])) j++;
     }
     const run = log.events.slice(i, j);
     if (service) {

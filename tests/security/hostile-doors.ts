@@ -53,8 +53,8 @@ export async function claimedRunnerSession(
   return { id, token: claimed.data.claimSession.lease.token, eventCount: claimed.data.claimSession.session.eventCount, inputId: sent.data.sendMessage.inputId };
 }
 
-/** A runner's batch: the turn that takes the waiting input, a write_file call, its change set and result. */
-export function runnerFileBatch(inputId: string, changes: FileChangeRecord[], callId = 'c1') {
+/** A runner's first batch of a write_file turn: the turn that takes the waiting input and the call, alone (docs/runners.md "Why the call goes first"). */
+export function runnerFileCall(inputId: string, callId = 'c1') {
   return [
     { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
     { type: 'turn/start', data: { turn: 1, inputId } },
@@ -63,11 +63,25 @@ export function runnerFileBatch(inputId: string, changes: FileChangeRecord[], ca
       type: 'model/message',
       data: { turn: 1, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] },
     },
+  ];
+}
+
+/** The runner's next batch, once the call ran: its change set and result, the ends. */
+export function runnerFileBatch(changes: FileChangeRecord[], callId = 'c1') {
+  return [
     { type: FILES_CHANGE, data: { callId, changes } },
     { type: 'tool/result', data: { turn: 1, step: 1, callId, resultId: `r-${callId}`, status: 'ok', content: 'wrote', name: 'write_file' } },
     { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
     { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
   ];
+}
+
+/** A claimed runner session whose write_file call is stored (runnerFileCall): `eventCount` is the log's length after it. */
+export async function calledRunnerSession(app: TestApp, headers: Record<string, string> = {}): Promise<{ id: string; token: number; eventCount: number }> {
+  const s = await claimedRunnerSession(app, headers);
+  const r = await appendEvents(app, s, runnerFileCall(s.inputId), headers);
+  if (r.errors) throw new Error(`the call's batch was refused: ${r.errors[0].message}`);
+  return { id: s.id, token: s.token, eventCount: r.data.appendEvents.eventCount as number };
 }
 
 /** declareRunnerTools, answering the log's length after it. */

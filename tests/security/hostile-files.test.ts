@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { appendEvents, claimedRunnerSession, importRecording, postRecording, recordingOf, runnerFileBatch, sessionCount, sha256 } from './hostile-doors.ts';
+import { appendEvents, calledRunnerSession, importRecording, postRecording, recordingOf, runnerFileBatch, sessionCount, sha256 } from './hostile-doors.ts';
 import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
@@ -94,15 +94,15 @@ describe('a recording naming a hostile path', () => {
 describe("a runner's appendEvents naming a hostile path", () => {
   it('is refused with BAD_USER_INPUT naming the event and the path; the log is unchanged', async () => {
     for (const p of HOSTILE_PATHS) {
-      const s = await claimedRunnerSession(app);
-      const r = await appendEvents(app, s, runnerFileBatch(s.inputId, [{ path: p, hash, size: content.byteLength }]));
+      const s = await calledRunnerSession(app);
+      const r = await appendEvents(app, s, runnerFileBatch([{ path: p, hash, size: content.byteLength }]));
       expect(r.errors?.[0].extensions?.code, p).toBe('BAD_USER_INPUT');
       expect(r.errors![0].message).toContain(`path ${JSON.stringify(p)} is refused`);
       const after = await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: s.id });
       expect(after.session.eventCount).toBe(s.eventCount);
     }
-    const s = await claimedRunnerSession(app);
-    const nul = await appendEvents(app, s, runnerFileBatch(s.inputId, [{ path: NUL_PATH, hash, size: content.byteLength }]));
+    const s = await calledRunnerSession(app);
+    const nul = await appendEvents(app, s, runnerFileBatch([{ path: NUL_PATH, hash, size: content.byteLength }]));
     expect(nul.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     nothingEscaped();
   });
@@ -125,8 +125,8 @@ describe('change sets that make a path a file and a directory at once', () => {
     expect(await sessionCount(app)).toBe(before);
     // A runner's batch carries no content: the tenant holds it once a recording carried it.
     expect((await importRecording(app, recordingOf([{ path: 'held.sh', hash, size: content.byteLength }], [content]))).errors).toBeUndefined();
-    const s = await claimedRunnerSession(app);
-    const appended = await appendEvents(app, s, runnerFileBatch(s.inputId, clash));
+    const s = await calledRunnerSession(app);
+    const appended = await appendEvents(app, s, runnerFileBatch(clash));
     expect(appended.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     expect(appended.errors![0].message).toContain('"a" would be both a file and a directory');
   });

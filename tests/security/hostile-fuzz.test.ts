@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { changeSetPathProblem } from '../../src/core/file-tree.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
-import { appendEvents, claimedRunnerSession, filesUnder, importRecording, postRecording, recordingOf, runnerFileBatch, sha256 } from './hostile-doors.ts';
+import { appendEvents, calledRunnerSession, filesUnder, importRecording, postRecording, recordingOf, runnerFileBatch, sha256 } from './hostile-doors.ts';
 import { anyData } from '../helpers/event-data.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 100_000);
@@ -90,8 +90,8 @@ describe(`fuzzed change sets from tenant B (FUZZ_SEED=${SEED})`, () => {
         if (posted) expect([201, 400]).toContain(posted.status);
         r = { id, runner: false };
       } else {
-        const s = await claimedRunnerSession(app, B);
-        const res = await appendEvents(app, s, runnerFileBatch(s.inputId, changes), B);
+        const s = await calledRunnerSession(app, B);
+        const res = await appendEvents(app, s, runnerFileBatch(changes), B);
         if (res.errors) expect(res.errors[0].extensions?.code).toBe('BAD_USER_INPUT');
         r = { id: res.errors ? undefined : s.id, runner: true };
       }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
-import { appendEvents, claimedRunnerSession, runnerFileBatch, sha256 } from './hostile-doors.ts';
+import { appendEvents, calledRunnerSession, runnerFileBatch, sha256 } from './hostile-doors.ts';
 
 let app: TestApp;
 let base: string;
@@ -60,8 +60,8 @@ describe('a path holding an unpaired surrogate', () => {
   });
 
   it("is refused at a runner's appendEvents as BAD_USER_INPUT; the log is unchanged", async () => {
-    const s = await claimedRunnerSession(app);
-    const r = await appendEvents(app, s, runnerFileBatch(s.inputId, [{ path: 'a\ud800.txt', hash: sha256('x'), size: 1 }]));
+    const s = await calledRunnerSession(app);
+    const r = await appendEvents(app, s, runnerFileBatch([{ path: 'a\ud800.txt', hash: sha256('x'), size: 1 }]));
     expect(r.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     expect((await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: s.id })).session.eventCount).toBe(s.eventCount);
   });

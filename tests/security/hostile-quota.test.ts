@@ -15,7 +15,7 @@ import { agentTurns } from '../helpers/agent-turns.ts';
 import { waitFor } from '../helpers/wait.ts';
 import {
   appendEvents,
-  claimedRunnerSession,
+  calledRunnerSession,
   filesUnder,
   importRecording,
   postRecording,
@@ -90,11 +90,11 @@ describe('a tree from outside counts toward the quota', () => {
     const c = Buffer.alloc(600_000, 1);
     const hash = sha256(c);
     expect((await importRecording(app, recordingOf([{ path: 'one.bin', hash, size: c.byteLength }], [c]))).errors).toBeUndefined();
-    const s = await claimedRunnerSession(app);
+    const s = await calledRunnerSession(app);
     const r = await appendEvents(
       app,
       s,
-      runnerFileBatch(s.inputId, [
+      runnerFileBatch([
         { path: 'a.bin', hash, size: c.byteLength },
         { path: 'b.bin', hash, size: c.byteLength },
       ]),
