@@ -512,7 +512,7 @@ export class SessionRunner {
           forkedFrom,
         });
       }
-      const { scope, toolSet, offered } = await this.offeredTools();
+      const { scope, toolSet, offered, definitions } = await this.offeredTools();
       // The context budget: compact first when the request would not fit (before the turn starts on its first step).
       let overBudget: string | undefined;
       try {
@@ -557,7 +557,7 @@ export class SessionRunner {
               model: config.model,
               settings: config.settings, // the model adapter sends only allowed ones (models/settings.ts)
               messages,
-              tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
+              tools: definitions,
               // Every step of the turn asks for it, as the AI SDK's own multi-step calls do: the answer without tool calls is checked.
               ...(responseFormat ? { responseFormat } : {}),
             },
@@ -688,12 +688,10 @@ export class SessionRunner {
    * fork offers those of its cut; none recorded: the catalog's default set, built-ins and the servers marked default),
    * less any tool whose wire name an earlier one has (core/wire-names.ts: it is never offered, so never run).
    */
-  private async offeredTools(): Promise<{ scope: CatalogScope; toolSet: readonly string[] | undefined; offered: Tool[] }> {
+  private async offeredTools(): Promise<{ scope: CatalogScope; toolSet: readonly string[] | undefined } & Offering> {
     const scope = await this.toolScope();
     const toolSet = this.fold.state.tools ?? this.deps.tools.defaultToolSet(scope);
-    const allowed = (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, toolSet));
-    const names = new WireToolNames(allowed.map((t) => t.name));
-    return { scope, toolSet, offered: allowed.filter((t) => names.offers(t.name)) };
+    return { scope, toolSet, ...offeringOf(await this.deps.tools.tools(scope), toolSet) };
   }
 
   /** Whose tools a session may use: read once per fold, only when some server is limited to tenants. */
@@ -792,6 +790,32 @@ export class SessionRunner {
       callSignal.done();
     }
   }
+}
+
+/** The tools a step offers, and their definitions as its model request sends them (shared between steps: never changed). */
+interface Offering {
+  readonly offered: readonly Tool[];
+  readonly definitions: ToolDefinition[];
+}
+
+/**
+ * The last offering made of each catalog answer (`all`, an array the catalog answers again while its tools stay the
+ * same), with the tool set it was made for: every step of every turn of sessions with the same tool set offers the
+ * same tools, and made anew they were a few kB of garbage a step, the model adapter's wire names and tools too
+ * (language-model.ts: kept by `definitions`).
+ */
+const offerings = new WeakMap<readonly Tool[], Offering & { toolSet: readonly string[] | undefined }>();
+
+/** What `all` offers under `toolSet` (less any tool whose wire name an earlier one has: core/wire-names.ts). */
+function offeringOf(all: readonly Tool[], toolSet: readonly string[] | undefined): Offering {
+  const kept = offerings.get(all);
+  if (kept && kept.toolSet === toolSet) return kept;
+  const allowed = all.filter((t) => toolAllowed(t.name, toolSet));
+  const names = new WireToolNames(allowed.map((t) => t.name));
+  const offered = allowed.filter((t) => names.offers(t.name));
+  const definitions = offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect }));
+  offerings.set(all, { toolSet, offered, definitions });
+  return { offered, definitions };
 }
 
 /**

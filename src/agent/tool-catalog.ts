@@ -189,10 +189,16 @@ export class ToolCatalog {
    * server that cannot be reached is left out (and logged), not an error: the
    * agent goes on with the rest.
    */
-  async tools(scope: CatalogScope): Promise<Tool[]> {
-    const lists = await Promise.all(this.serverNames(scope).map((name) => this.serverTools(name)));
+  async tools(scope: CatalogScope): Promise<readonly Tool[]> {
+    const names = this.serverNames(scope);
+    // Without servers, the same array every time: the agent keeps what it offers by this answer (session-runner.ts offeringOf).
+    if (names.length === 0) return (this.builtinList ??= [...this.builtins.values()]);
+    const lists = await Promise.all(names.map((name) => this.serverTools(name)));
     return [...this.builtins.values(), ...lists.flat()];
   }
+
+  /** `tools` for a tenant with no servers (the built-ins, fixed once the catalog is made). */
+  private builtinList?: readonly Tool[];
 
   /** The tenant's MCP servers and how each fared (after asking each for its tools: a server that failed is tried again). */
   async serverStatuses(scope: CatalogScope): Promise<ToolServerStatus[]> {

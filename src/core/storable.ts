@@ -204,6 +204,10 @@ export function jsonCharsPast(value: unknown, max: number): boolean {
  * depth and the number of values are). The walk stops at the first value past `maxValues`.
  */
 export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, textOnly = false, maxValues = MAX_JSON_VALUES): string | undefined {
+  if (maxDepth > 0 && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const flat = flatReason(value, textOnly, maxValues);
+    if (flat !== NOT_FLAT) return flat;
+  }
   // Two parallel stacks, not a stack of pairs: every append checks every value, and a pair per value was most of its garbage.
   const values: unknown[] = [value];
   const depths: number[] = [0];
@@ -214,7 +218,7 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, text
     const v = values.pop();
     const depth = depths.pop()!;
     if (typeof v === 'string') {
-      if (!isStorableText(v)) return 'text contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
+      if (!isStorableText(v)) return UNSTORABLE_TEXT;
     } else if (v && typeof v === 'object') {
       if (depth >= maxDepth) return `nested deeper than ${maxDepth} levels`;
       if (Array.isArray(v)) {
@@ -226,9 +230,8 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, text
       } else {
         for (const k in v) {
           if (!Object.hasOwn(v, k)) continue;
-          if (++seen > maxValues) return tooManyValues(maxValues);
-          if (!isStorableText(k)) return 'a key contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
-          if (k === PROTO_KEY && !textOnly) return `a key is "${PROTO_KEY}", which would not be kept (it names an object's prototype in JavaScript): rename it`;
+          const refused = keyRefusal(k, ++seen, maxValues, textOnly);
+          if (refused) return refused;
           keys++;
           values.push((v as Record<string, unknown>)[k]);
           depths.push(depth + 1);
@@ -237,7 +240,46 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, text
     }
   }
   // Distinct keys are counted only when there are enough keys to pass the bound: a Set of every key is no cost for every append.
-  if (!textOnly && keys > MAX_PAYLOAD_KEYS && tooManyKeys(value)) return `holds more than ${MAX_PAYLOAD_KEYS} distinct object keys`;
+  if (!textOnly && keys > MAX_PAYLOAD_KEYS && tooManyKeys(value)) return tooManyDistinctKeys;
+  return undefined;
+}
+
+const UNSTORABLE_TEXT = 'text contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
+const tooManyDistinctKeys = `holds more than ${MAX_PAYLOAD_KEYS} distinct object keys`;
+
+/** Why an object's key cannot be stored (unstorableReason's key rules), `seen` the values counted with it. */
+function keyRefusal(k: string, seen: number, maxValues: number, textOnly: boolean): string | undefined {
+  if (seen > maxValues) return tooManyValues(maxValues);
+  if (!isStorableText(k)) return 'a key contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
+  if (k === PROTO_KEY && !textOnly) return `a key is "${PROTO_KEY}", which would not be kept (it names an object's prototype in JavaScript): rename it`;
+  return undefined;
+}
+
+const NOT_FLAT = Symbol('not flat');
+
+/**
+ * unstorableReason of an object none of whose values is an object or an array (most events' data: every bracket
+ * event, a result, an input), with the same answer, checked in place: the walk's two stacks were most of an
+ * append's checking garbage. NOT_FLAT for any other object: the walk checks it.
+ */
+function flatReason(v: object, textOnly: boolean, maxValues: number): string | undefined | typeof NOT_FLAT {
+  let seen = 1;
+  let keys = 0;
+  // The keys first, in order, as the walk checks them before any value.
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    const x: unknown = (v as Record<string, unknown>)[k];
+    if (x !== null && typeof x === 'object') return NOT_FLAT;
+    const refused = keyRefusal(k, ++seen, maxValues, textOnly);
+    if (refused) return refused;
+    keys++;
+  }
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    const x: unknown = (v as Record<string, unknown>)[k];
+    if (typeof x === 'string' && !isStorableText(x)) return UNSTORABLE_TEXT;
+  }
+  if (!textOnly && keys > MAX_PAYLOAD_KEYS && tooManyKeys(v)) return tooManyDistinctKeys;
   return undefined;
 }
 

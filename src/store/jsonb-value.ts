@@ -45,11 +45,16 @@ const FEW_KEYS = 16;
 function jsonbKeys(source: object): string[] {
   const keys = Object.keys(source);
   if (keys.length > FEW_KEYS) return keys.sort(jsonbKeyOrder);
+  // Keys all ASCII (every event's own) are compared as they are, each tested once rather than at every comparison.
+  const order = keys.every(isAscii) ? asciiKeyOrder : jsonbKeyOrder;
   for (let i = 1; i < keys.length; i++) {
     const key = keys[i];
     let j = i - 1;
-    for (; j >= 0 && jsonbKeyOrder(keys[j], key) > 0; j--) keys[j + 1] = keys[j];
+    for (; j >= 0 && order(keys[j], key) > 0; j--) keys[j + 1] = keys[j];
     keys[j + 1] = key;
   }
   return keys;
 }
+
+/** jsonbKeyOrder of two ASCII keys. */
+const asciiKeyOrder = (a: string, b: string): number => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);

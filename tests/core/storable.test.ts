@@ -43,6 +43,18 @@ describe('storable text', () => {
     expect(unstorableReason(Object.create(proto) as object)).toBeUndefined();
   });
 
+  it('answers a flat object (no object or array among its values) as the walk does: its keys before its text, the bound, depth 0', () => {
+    const flat = JSON.parse('{"a": "x\\u0000", "__proto__": 1, "b": 2}') as unknown;
+    expect(unstorableReason(flat)).toMatch(/a key is "__proto__"/);
+    expect(unstorableReason(flat, MAX_JSON_DEPTH, true)).toMatch(/text contains/);
+    expect(unstorableReason({ a: 1, ['k\u0000']: 'x\ud800' })).toMatch(/a key contains/);
+    expect(unstorableReason({ a: 1, b: 2, c: 3 }, MAX_JSON_DEPTH, false, 3)).toBe(tooManyValues(3));
+    expect(unstorableReason({ a: 1, b: 2 }, MAX_JSON_DEPTH, false, 3)).toBeUndefined();
+    expect(unstorableReason({ a: 1 }, 0)).toMatch(/nested deeper than 0/);
+    expect(unstorableReason({ a: null, b: true, c: 'ok', d: 1.5 })).toBeUndefined();
+    expect(unstorableReason({ a: 'x\ud800', b: { c: 1 } })).toMatch(/text contains/);
+  });
+
   it('refuses a "__proto__" key at any depth (the codec would drop it), unless only text is checked; toStorableJson leaves it out', () => {
     const data = JSON.parse('{"a": [{"__proto__": {"x": 1}, "b": 2}]}') as unknown;
     expect(unstorableReason(data)).toMatch(/a key is "__proto__"/);

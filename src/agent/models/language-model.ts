@@ -5,9 +5,15 @@
 // them, usage as the provider reported it. Whatever the model or its provider
 // fails with becomes a ModelError naming the provider (the turn fails with it).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { APICallError, type LanguageModelV3, type LanguageModelV3FinishReason, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import {
+  APICallError,
+  type LanguageModelV3,
+  type LanguageModelV3FinishReason,
+  type LanguageModelV3FunctionTool,
+  type LanguageModelV3StreamPart,
+} from '@ai-sdk/provider';
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
-import type { AnsweredCall, ModelAnswer, ModelRequest } from '../../core/chat.ts';
+import type { AnsweredCall, ModelAnswer, ModelRequest, ToolDefinition } from '../../core/chat.ts';
 import { MAX_REPORTED_TOKENS } from '../../core/events.ts';
 import { withoutSecrets } from '../../core/secrets.ts';
 import { WireToolNames } from '../../core/wire-names.ts';
@@ -89,8 +95,7 @@ export class LanguageChatModel implements ChatModel {
     let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
     try {
       // Offered under wire names (core/wire-names.ts), one tool to a name; the answer's calls name the tools again.
-      const names = new WireToolNames(request.tools.map((t) => t.name));
-      const tools = toTools(request.tools.filter((t) => names.offers(t.name)));
+      const { names, tools } = wireToolsOf(request.tools);
       const { stream } = await this.opts.languageModel(request.model).doStream({
         prompt: toPrompt(request.messages, this.opts.prompt),
         ...(tools.length ? { tools, toolChoice: { type: 'auto' } } : {}),
@@ -153,6 +158,22 @@ export class LanguageChatModel implements ChatModel {
     }
     return usage ? { text, toolCalls, usage } : { text, toolCalls };
   }
+}
+
+/**
+ * A request's tools under their wire names (one tool to a name) and as the SDK's tools, kept by the request's tools
+ * array: the agent sends the same one at every step while the session's offering stays the same (session-runner.ts).
+ */
+const wireTools = new WeakMap<readonly ToolDefinition[], { names: WireToolNames; tools: LanguageModelV3FunctionTool[] }>();
+
+function wireToolsOf(definitions: readonly ToolDefinition[]): { names: WireToolNames; tools: LanguageModelV3FunctionTool[] } {
+  let kept = wireTools.get(definitions);
+  if (!kept) {
+    const names = new WireToolNames(definitions.map((t) => t.name));
+    kept = { names, tools: toTools(definitions.filter((t) => names.offers(t.name))) };
+    wireTools.set(definitions, kept);
+  }
+  return kept;
 }
 
 /** An answer's call under the name of the tool it names; a name no offered tool went by stays as written, marked: it never runs. */
