@@ -47,7 +47,7 @@ function waitingWork(seen: Seen, count: { renewals: number }) {
     if (request.turn == null) return;
     const turn = s.turn(request);
     await turn.startStep();
-    const text = String((request.messages.at(-1) as { content?: unknown }).content);
+    const text = String((request.messages as Array<{ content?: unknown }>).at(-1)?.content);
     if (seen.started > 0) {
       await turn.message({ text: `answered: ${text}`, toolCalls: [] });
       await turn.end('completed');
@@ -67,34 +67,51 @@ const cancel = (app: TestApp, id: string, headers?: Record<string, string>) =>
 
 const turnEnds = (log: Array<{ type: string; data: any }>) => log.filter((e) => e.type === 'turn/end').map((e) => e.data.reason);
 
+/**
+ * Serves the pool of `s` with `work` on a runner with a 60 s lease, cancels the turn once its tool runs: the tool's
+ * signal aborts with no renewal in between, the turn ends cancelled, and the next message is answered `answer`.
+ */
+async function cancelWhileTheToolRuns(
+  s: { id: string; pool: string },
+  seen: Seen,
+  answer: string,
+  work: (runner: ForklineRunner, signal: AbortSignal) => Promise<void>,
+  opts: { tools?: Array<{ name: string; effect: 'read-only' }> } = {},
+) {
+  const runner = new ForklineRunner({ url: held.app.url, pool: s.pool, leaseMs: 60_000, ...opts });
+  const stop = new AbortController();
+  const served = work(runner, stop.signal);
+  try {
+    await waitFor(() => seen.started === 1 && held.app.services.live.stats().leasesTaken === 1, { what: 'the tool to run, the runner listening' });
+    expect((await cancel(held.app, s.id)).errors).toBeUndefined();
+    await waitFor(() => seen.renewalsAtAbort !== undefined, { what: "the tool's signal to abort", timeoutMs: 45_000 });
+    expect(seen.renewalsAtAbort).toBe(0);
+    expect(String(seen.reason)).toMatch(/lease/i);
+    expect(turnEnds(await logOf(s.id))).toEqual(['cancelled']);
+    // The runner serves on: the next message is answered.
+    await send(s.id, 'and now?');
+    await waitFor(async () => turnEnds(await logOf(s.id)).length === 2, { what: 'the next turn' });
+    const log = await logOf(s.id);
+    expect(turnEnds(log)).toEqual(['cancelled', 'completed']);
+    expect(log.filter((e) => e.type === 'model/message').at(-1)?.data.text).toBe(answer);
+    expect(log.filter((e) => e.type === 'tool/result')).toEqual([]); // the tool's late answer was not stored
+    expect(seen.started).toBe(1);
+  } finally {
+    stop.abort();
+    await served;
+    await runner.close();
+  }
+  await waitFor(() => held.app.services.live.stats().leasesTaken === 0, { what: 'the subscription to end with the runner' });
+}
+
 describe('a lease the service takes reaches its runner at once', () => {
   it('@forkline/runner: cancelTurn aborts the session signal while the tool runs, and the runner serves on', async () => {
     const count = countRenewals(held.app);
     const s = await session('wait for it');
     const seen: Seen = { started: 0 };
-    const runner = new ForklineRunner({ url: held.app.url, pool: s.pool, leaseMs: 60_000, tools: [{ name: 'wait', effect: 'read-only' }] });
-    const stop = new AbortController();
-    const served = runner.run(waitingWork(seen, count), { signal: stop.signal });
-    try {
-      await waitFor(() => seen.started === 1 && held.app.services.live.stats().leasesTaken === 1, { what: 'the tool to run, the runner listening' });
-      expect((await cancel(held.app, s.id)).errors).toBeUndefined();
-      await waitFor(() => seen.renewalsAtAbort !== undefined, { what: "the tool's signal to abort", timeoutMs: 45_000 });
-      expect(seen.renewalsAtAbort).toBe(0);
-      expect(String(seen.reason)).toMatch(/lease/i);
-      expect(turnEnds(await logOf(s.id))).toEqual(['cancelled']);
-      // The runner serves on: the next message is answered.
-      await send(s.id, 'and now?');
-      await waitFor(async () => turnEnds(await logOf(s.id)).length === 2, { what: 'the next turn' });
-      const log = await logOf(s.id);
-      expect(turnEnds(log)).toEqual(['cancelled', 'completed']);
-      expect(log.filter((e) => e.type === 'model/message').at(-1)?.data.text).toBe('answered: and now?');
-      expect(log.filter((e) => e.type === 'tool/result')).toEqual([]); // the tool's late answer was not stored
-    } finally {
-      stop.abort();
-      await served;
-      await runner.close();
-    }
-    await waitFor(() => held.app.services.live.stats().leasesTaken === 0, { what: 'the subscription to end with the runner' });
+    await cancelWhileTheToolRuns(s, seen, 'answered: and now?', (runner, signal) => runner.run(waitingWork(seen, count), { signal }), {
+      tools: [{ name: 'wait', effect: 'read-only' }],
+    });
   }, 90_000);
 
   it("@forkline/ai-sdk: cancelTurn aborts the tool's abortSignal while it runs, and the runner serves on", async () => {
@@ -114,28 +131,9 @@ describe('a lease the service takes reaches its runner at once', () => {
       },
     });
     const model = createAnthropic({ baseURL: `${held.fake.base}/anthropic/v1`, apiKey: 'sk' })('fake-model');
-    const runner = new ForklineRunner({ url: held.app.url, pool: s.pool, leaseMs: 60_000 });
-    const stop = new AbortController();
-    const served = runner.run((session) => runAiSdkTurns(session, { model, tools: { lookup }, mode: 'stream' }).then(() => {}), { signal: stop.signal });
-    try {
-      await waitFor(() => seen.started === 1 && held.app.services.live.stats().leasesTaken === 1, { what: 'the tool to run, the runner listening' });
-      expect((await cancel(held.app, s.id)).errors).toBeUndefined();
-      await waitFor(() => seen.renewalsAtAbort !== undefined, { what: "the tool's abortSignal to abort", timeoutMs: 45_000 });
-      expect(seen.renewalsAtAbort).toBe(0);
-      expect(String(seen.reason)).toMatch(/lease/i);
-      expect(turnEnds(await logOf(s.id))).toEqual(['cancelled']);
-      await send(s.id, 'and now?');
-      await waitFor(async () => turnEnds(await logOf(s.id)).length === 2, { what: 'the next turn' });
-      const log = await logOf(s.id);
-      expect(turnEnds(log)).toEqual(['cancelled', 'completed']);
-      expect(log.filter((e) => e.type === 'model/message').at(-1)?.data.text).toBe('the second answer');
-      expect(log.filter((e) => e.type === 'tool/result')).toEqual([]);
-      expect(seen.started).toBe(1);
-    } finally {
-      stop.abort();
-      await served;
-      await runner.close();
-    }
+    await cancelWhileTheToolRuns(s, seen, 'the second answer', (runner, signal) =>
+      runner.run((session) => runAiSdkTurns(session, { model, tools: { lookup }, mode: 'stream' }).then(() => {}), { signal }),
+    );
   }, 90_000);
 });
 
