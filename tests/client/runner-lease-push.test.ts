@@ -5,7 +5,9 @@
 // in between (the lease is 60 s: its first renewal is 20 s away; renewals are
 // counted). The runner goes on serving its pool. A push names only the
 // caller's tenant's sessions: another tenant subscribing for the same runner
-// id hears nothing of them. Before, the runner learnt of the cancel at its
+// id hears nothing of them. It comes from whichever process took the lease
+// (the cancel goes to another process of the service than the runner's).
+// Before, the runner learnt of the cancel at its
 // next renewal, and the tool ran until then.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -17,6 +19,7 @@ import { look, useScriptedProvider } from '../helpers/call-id-sessions.ts';
 import { A, B, TOKEN_A, TOKEN_B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { subscribeWs, wsClient } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { createTestDatabase } from '../helpers/db.ts';
 import type { TestApp } from '../helpers/app.ts';
 
 const { held, session, send, logOf } = useScriptedProvider('lease-push');
@@ -137,12 +140,39 @@ describe('a lease the service takes reaches its runner at once', () => {
   }, 90_000);
 });
 
-describe('runnerLeasesTaken between tenants', () => {
+describe('runnerLeasesTaken between tenants and processes', () => {
+  /** Two processes of one service (one database): the runners talk to `app`, a cancel may go to `other`. */
   let app: TestApp;
+  let other: TestApp;
   beforeAll(async () => {
-    app = await startTwoTenantApp();
+    const databaseUrl = await createTestDatabase();
+    app = await startTwoTenantApp({ databaseUrl });
+    other = await startTwoTenantApp({ databaseUrl });
   }, 60_000);
-  afterAll(() => app?.close());
+  afterAll(async () => {
+    await app?.close();
+    await other?.close();
+  });
+
+  it("reaches the runner from the process that took the lease, not the runner's", async () => {
+    const count = countRenewals(app);
+    const id = (await app.gql(`mutation { createSession(input: {runner: "far"}) { id } }`, undefined, A)).data.createSession.id as string;
+    await app.gql(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "wait"}) { inputId } }`, { id }, A);
+    const seen: Seen = { started: 0 };
+    const runner = new ForklineRunner({ url: app.url, pool: 'far', token: TOKEN_A, leaseMs: 60_000, tools: [{ name: 'wait', effect: 'read-only' }] });
+    const stop = new AbortController();
+    const served = runner.run(waitingWork(seen, count), { signal: stop.signal });
+    try {
+      await waitFor(() => seen.started === 1 && app.services.live.stats().leasesTaken === 1, { what: 'the tool to run, the runner listening' });
+      expect((await cancel(other, id, A)).errors).toBeUndefined();
+      await waitFor(() => seen.renewalsAtAbort !== undefined, { what: "the tool's signal to abort", timeoutMs: 45_000 });
+      expect(seen.renewalsAtAbort).toBe(0);
+    } finally {
+      stop.abort();
+      await served;
+      await runner.close();
+    }
+  }, 90_000);
 
   it("tells a tenant only of its own sessions' leases, whatever runner id another tenant names", async () => {
     const count = countRenewals(app);
@@ -168,13 +198,13 @@ describe('runnerLeasesTaken between tenants', () => {
         what: 'both tools to run, every subscription listening',
       });
       // B cannot cancel A's turn (to B the session does not exist): nothing is taken from A's runner.
-      expect((await cancel(app, a.id, B)).errors?.[0]?.extensions?.code).toBe('SESSION_NOT_FOUND');
-      expect((await cancel(app, a.id, A)).errors).toBeUndefined();
+      expect((await cancel(other, a.id, B)).errors?.[0]?.extensions?.code).toBe('SESSION_NOT_FOUND');
+      expect((await cancel(other, a.id, A)).errors).toBeUndefined();
       await heardByA.until((items) => items.length === 1, "A's push");
       await waitFor(() => a.seen.renewalsAtAbort !== undefined, { what: "A's tool to stop", timeoutMs: 45_000 });
       expect(b.seen.renewalsAtAbort).toBeUndefined(); // B's runner of the same id holds on
       // B's own cancel comes after A's: B's subscription, which would have heard A's first, hears its own only.
-      expect((await cancel(app, b.id, B)).errors).toBeUndefined();
+      expect((await cancel(other, b.id, B)).errors).toBeUndefined();
       await heardByB.until((items) => items.length === 1, "B's push");
       await waitFor(() => b.seen.renewalsAtAbort !== undefined, { what: "B's tool to stop", timeoutMs: 45_000 });
       expect(heardByA.items.map((i) => i.runnerLeasesTaken)).toEqual([{ sessionId: a.id, leaseToken: expect.any(Number), reason: 'cancelled' }]);

@@ -260,6 +260,8 @@ export class ForklineRunner {
           this.holding.get(`${taken.sessionId} ${taken.leaseToken}`)?.taken(taken.reason);
         }
       } catch (err) {
+        // Refused as asked (a server without the subscription): the same request would be. A taken lease is learnt at the next write, as before.
+        if (codeOf(err) === 'BAD_USER_INPUT') return this.log('runnerLeasesTaken refused: a lease taken is learnt at the next write', err);
         if (!signal.aborted) this.log('runnerLeasesTaken failed; subscribing again', err);
       } finally {
         signal.removeEventListener('abort', stop);
