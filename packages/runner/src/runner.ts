@@ -5,10 +5,10 @@
 // by forkline's rules), streams text deltas (publishTurnUpdate), renews its
 // lease in the background and releases it. While it serves, it listens for
 // the leases the service takes from it (runnerLeasesTaken: a user's cancel, a
-// step's time limit) and aborts that session's work at once. Calls that failed for a lost
-// connection or SERVICE_UNAVAILABLE are retried; an append retried after a
-// lost answer checks whether its batch already went in (its events stored
-// exactly as sent). A runner declares the tools it runs with their effects
+// step's time limit) and aborts that session's work at once. Calls that
+// failed for a lost connection or SERVICE_UNAVAILABLE are retried; an append
+// retried after a lost answer checks whether its batch already went in (its
+// events stored exactly as sent). A runner declares the tools it runs with their effects
 // (declareTools), and writes each turn with a TurnWriter: a step's start
 // before its model call, the model's message with its calls before any tool
 // runs, each result as it comes (docs/runners.md "Why the call goes first").
@@ -220,8 +220,8 @@ export class ForklineRunner {
   }
 
   /**
-   * A session now held (`held`: true) or no longer (false). The first holder (or run()) opens the runnerLeasesTaken
-   * subscription, the last one to let go closes it.
+   * A session now held (`held`: true) or no longer (false), as its RunnerSession tells (not for callers). The first
+   * holder (or run()) opens the runnerLeasesTaken subscription, the last one to let go closes it.
    */
   holds(session: RunnerSession, held: boolean): void {
     const key = `${session.sessionId} ${session.leaseToken}`;
