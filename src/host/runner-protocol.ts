@@ -51,7 +51,7 @@ import type { ToolDefinition } from '../core/chat.ts';
 import { OpenStepCalls, readOpenTail, turnUpdatesRead, type TurnUpdate } from '../agent/turn-updates.ts';
 import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
 import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
-import { SESSIONS_CHANNEL } from '../store/channels.ts';
+import { encodeLeaseTaken, LEASES_CHANNEL, SESSIONS_CHANNEL } from '../store/channels.ts';
 import { checkCallFirst } from '../core/call-first.ts';
 import { DEFAULT_RUNNER_LEASE_MS, externalRunnerOf, leaseIsFree, RunnerLeases, type RunnerClaim, type RunnerLease } from '../store/leases.ts';
 
@@ -387,6 +387,12 @@ export class RunnerProtocol {
       const events = await this.deps.store.append(sessionId, closers(open, openTurn.lastStep), { client, scope, expectedEventCount: row.eventCount, lease });
       await this.leases.freeAfterEnd(client, sessionId, row.leaseToken, by === 'cancel');
       await this.deps.store.notify(SESSIONS_CHANNEL, sessionId, client);
+      // Its runner hears it at once (runnerLeasesTaken), not at its next write: it stops the tool it runs.
+      const runnerId = row.held ? externalRunnerOf(row.leaseOwner) : undefined;
+      if (runnerId !== undefined) {
+        const taken = { tenant: scope.tenant, sessionId, token: row.leaseToken, runnerId, reason: by === 'cancel' ? 'cancelled' : 'time limit' };
+        await this.deps.store.notify(LEASES_CHANNEL, encodeLeaseTaken(taken), client);
+      }
       written = { events, eventCount: row.eventCount };
       return 'ended';
     });

@@ -18,8 +18,11 @@ export const WORK_CHANNEL = 'forkline_work';
 /** Turn updates, which are not in the log: `{"n": serial, "u": updates}` (host/live/turn-update-relay.ts). */
 export const TURNS_CHANNEL = 'forkline_turns';
 
+/** The service took an external runner's lease (a user's cancel, a step's time limit): `{"tenant", "s", "t", "r", "why"}`. */
+export const LEASES_CHANNEL = 'forkline_leases';
+
 /** Every channel, in the order a listener LISTENs to them. */
-export const ALL_CHANNELS = [EVENTS_CHANNEL, SESSIONS_CHANNEL, DELETED_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL, WORK_CHANNEL];
+export const ALL_CHANNELS = [EVENTS_CHANNEL, SESSIONS_CHANNEL, DELETED_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL, WORK_CHANNEL, LEASES_CHANNEL];
 
 /** NOTIFY is transactional: given a transaction's client, it is delivered at its commit. */
 export async function notify(db: pg.Pool | pg.PoolClient, channel: string, payload: string): Promise<void> {
@@ -86,6 +89,26 @@ export function encodeCancel(sessionId: string): string {
 export function decodeCancel(payload: string): string | undefined {
   const m = parsed(payload);
   return typeof m?.cancel === 'string' ? m.cancel : undefined;
+}
+
+/** An external runner's lease the service took: the session, the lease's token, the runner's id, and why. */
+export interface LeaseTaken {
+  tenant: string;
+  sessionId: string;
+  token: number;
+  runnerId: string;
+  reason: string;
+}
+
+export function encodeLeaseTaken(m: LeaseTaken): string {
+  return JSON.stringify({ tenant: m.tenant, s: m.sessionId, t: m.token, r: m.runnerId, why: m.reason });
+}
+
+export function decodeLeaseTaken(payload: string): LeaseTaken | undefined {
+  const m = parsed(payload);
+  if (typeof m?.tenant !== 'string' || typeof m.s !== 'string' || typeof m.t !== 'number' || typeof m.r !== 'string' || typeof m.why !== 'string')
+    return undefined;
+  return { tenant: m.tenant, sessionId: m.s, token: m.t, runnerId: m.r, reason: m.why };
 }
 
 /**

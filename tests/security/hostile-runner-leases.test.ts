@@ -13,6 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
+import { subscribeWs } from '../helpers/subscribe.ts';
 
 const CREATE = `mutation($input: CreateSessionInput!) { createSession(input: $input) { id } }`;
 const SEND = `mutation($id: ID!, $text: String!) { sendMessage(input: {sessionId: $id, text: $text}) { inputId } }`;
@@ -121,6 +122,7 @@ describe('a step held open past FORKLINE_RUNNER_MAX_STEP_MS', () => {
     const { id } = (await app.ok(CREATE, { input: { runner: 'stuck' } })).createSession;
     await app.ok(SEND, { id, text: 'run the tool' });
     const { session, lease } = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'stuck-1', startTurn: true } })).claimSession;
+    const taken = subscribeWs<any>(app.url, `subscription { runnerLeasesTaken(runnerId: "stuck-1") { sessionId leaseToken reason } }`);
     const call = { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'hangs', arguments: '{}' }] } };
     await app.ok(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: session.eventCount, events: [call] } });
     // Its tool hangs; the runner goes on renewing. Within the limit, renewals hold.
@@ -130,6 +132,9 @@ describe('a step held open past FORKLINE_RUNNER_MAX_STEP_MS', () => {
     const lost = await renew(id, lease.token);
     expect(codeOf(lost)).toBe('LEASE_LOST');
     expect(lost.errors![0].message).toMatch(/the step ran longer than its limit of 4000 ms/);
+    // Its runner is told on runnerLeasesTaken too (coverage: the renewal's answer says it as well).
+    expect((await taken.count(1)).map((i) => i.runnerLeasesTaken)).toEqual([{ sessionId: id, leaseToken: lease.token, reason: 'time limit' }]);
+    await taken.close();
     // The same three events forkline's agent writes for a turn past FORKLINE_MAX_TURN_MS (core/time-limit.ts); the call
     // that never answered is left as a cancel leaves it.
     expect((await events(id)).slice(-3)).toEqual([

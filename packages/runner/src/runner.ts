@@ -3,10 +3,12 @@
 // work (runnableSessions), claims one (a lease), reads what its model should
 // see (Session.modelRequest), writes the turn's events (appendEvents, checked
 // by forkline's rules), streams text deltas (publishTurnUpdate), renews its
-// lease in the background and releases it. Calls that failed for a lost
-// connection or SERVICE_UNAVAILABLE are retried; an append retried after a
-// lost answer checks whether its batch already went in (its events stored
-// exactly as sent). A runner declares the tools it runs with their effects
+// lease in the background and releases it. While it serves, it listens for
+// the leases the service takes from it (runnerLeasesTaken: a user's cancel, a
+// step's time limit) and aborts that session's work at once. Calls that
+// failed for a lost connection or SERVICE_UNAVAILABLE are retried; an append
+// retried after a lost answer checks whether its batch already went in (its
+// events stored exactly as sent). A runner declares the tools it runs with their effects
 // (declareTools), and writes each turn with a TurnWriter: a step's start
 // before its model call, the model's message with its calls before any tool
 // runs, each result as it comes (docs/runners.md "Why the call goes first").
@@ -29,6 +31,7 @@ import {
   ReleaseSessionDocument,
   RenewLeaseDocument,
   RunnableSessionsDocument,
+  RunnerLeasesTakenDocument,
   SessionEventsDocument,
   type ForklineClient,
   type ModelRequestQuery,
@@ -164,6 +167,11 @@ export class ForklineRunner {
   /** Bytes of a tool's output a result stores (ForklineRunnerOptions.maxResultBytes). */
   readonly maxResultBytes: number;
   private readonly log: (msg: string, err?: unknown) => void;
+  /** The sessions held now, by `<sessionId> <token>`: a lease the service takes (runnerLeasesTaken) stops its session. */
+  private readonly holding = new Map<string, RunnerSession>();
+  /** What keeps the runnerLeasesTaken subscription open: run() loops, and sessions held. */
+  private watchers = 0;
+  private watchStop?: AbortController;
 
   constructor(private readonly opts: ForklineRunnerOptions) {
     this.client = createForklineClient({
@@ -209,6 +217,57 @@ export class ForklineRunner {
       [Symbol.asyncIterator]: () => it,
     };
     return it;
+  }
+
+  /**
+   * A session now held (`held`: true) or no longer (false), as its RunnerSession tells (not for callers). The first
+   * holder (or run()) opens the runnerLeasesTaken subscription, the last one to let go closes it.
+   */
+  holds(session: RunnerSession, held: boolean): void {
+    const key = `${session.sessionId} ${session.leaseToken}`;
+    if (held === this.holding.has(key)) return;
+    if (held) this.holding.set(key, session);
+    else this.holding.delete(key);
+    this.watching(held ? 1 : -1);
+  }
+
+  private watching(delta: number): void {
+    this.watchers += delta;
+    if (this.watchers > 0 && !this.watchStop) {
+      this.watchStop = new AbortController();
+      void this.watchLeases(this.watchStop.signal);
+    } else if (this.watchers <= 0 && this.watchStop) {
+      this.watchStop.abort();
+      this.watchStop = undefined;
+    }
+  }
+
+  /**
+   * Listens for the leases the service takes from this runner (a user's cancel, a step's time limit): the session
+   * holding one stops at once, its signal aborted as a refused renewal aborts it, so a tool given the signal stops
+   * rather than running on until the next write. Subscribes again after a lost connection; a push missed meanwhile
+   * is no loss beyond time: the next write or renewal answers LEASE_LOST all the same.
+   */
+  private async watchLeases(signal: AbortSignal): Promise<void> {
+    const backoff = new Backoff({ initialMs: 500, maxMs: 10_000, jitter: 0.5 });
+    while (!signal.aborted) {
+      const stream = this.client.subscribe(RunnerLeasesTakenDocument, { runnerId: this.runnerId });
+      const stop = () => void stream.return?.();
+      signal.addEventListener('abort', stop, { once: true });
+      try {
+        for await (const { runnerLeasesTaken: taken } of stream) {
+          backoff.reset();
+          this.holding.get(`${taken.sessionId} ${taken.leaseToken}`)?.taken(taken.reason);
+        }
+      } catch (err) {
+        // Refused as asked (a server without the subscription): the same request would be. A taken lease is learnt at the next write, as before.
+        if (codeOf(err) === 'BAD_USER_INPUT') return this.log('runnerLeasesTaken refused: a lease taken is learnt at the next write', err);
+        if (!signal.aborted) this.log('runnerLeasesTaken failed; subscribing again', err);
+      } finally {
+        signal.removeEventListener('abort', stop);
+      }
+      if (!signal.aborted) await sleep(backoff.next(), signal);
+    }
   }
 
   /** Claims the session: its lease, or undefined when another runner holds it. */
@@ -301,23 +360,28 @@ export class ForklineRunner {
       }
     };
     const resubscribe = new Backoff({ initialMs: 500, maxMs: 10_000, jitter: 0.5 });
-    while (!opts.signal?.aborted) {
-      const stream = this.runnable();
-      const stop = () => void stream.return?.();
-      opts.signal?.addEventListener('abort', stop, { once: true });
-      try {
-        for await (const _ of stream) {
-          resubscribe.reset();
-          if (opts.signal?.aborted) break;
-          void fill();
+    this.watching(1); // listening for leases taken before the first claim
+    try {
+      while (!opts.signal?.aborted) {
+        const stream = this.runnable();
+        const stop = () => void stream.return?.();
+        opts.signal?.addEventListener('abort', stop, { once: true });
+        try {
+          for await (const _ of stream) {
+            resubscribe.reset();
+            if (opts.signal?.aborted) break;
+            void fill();
+          }
+        } catch (err) {
+          // The subscription ended with an error (a lost connection, a restart): subscribe again.
+          this.log('runnableSessions failed; subscribing again', err);
+        } finally {
+          opts.signal?.removeEventListener('abort', stop);
         }
-      } catch (err) {
-        // The subscription ended with an error (a lost connection, a restart): subscribe again.
-        this.log('runnableSessions failed; subscribing again', err);
-      } finally {
-        opts.signal?.removeEventListener('abort', stop);
+        if (!opts.signal?.aborted) await sleep(resubscribe.next(), opts.signal);
       }
-      if (!opts.signal?.aborted) await sleep(resubscribe.next(), opts.signal);
+    } finally {
+      this.watching(-1); // the sessions still held keep it open
     }
     while (work.size) await Promise.all(work);
   }
@@ -340,6 +404,10 @@ export class ForklineRunner {
   }
 
   close(): Promise<void> {
+    this.watchStop?.abort();
+    this.watchStop = undefined;
+    this.watchers = 0;
+    this.holding.clear();
     return this.client.close();
   }
 }
@@ -440,6 +508,14 @@ export class RunnerSession {
     this.renewal.unref();
     this.leaseEnd = claimSentAt + leaseMs;
     this.armExpiry();
+    runner.holds(this, true);
+  }
+
+  /** The service took the lease (runnerLeasesTaken: a user's cancel, a step's time limit): the work stops now. */
+  taken(reason: string): void {
+    if (this.abort.signal.aborted || this.released) return;
+    this.log(`the lease on ${this.sessionId} was taken by the service (${reason}): stopping its work`);
+    this.stop();
   }
 
   /** Gives the lease up when leaseEnd passes with no renewal. */
@@ -492,6 +568,7 @@ export class RunnerSession {
   private stop() {
     clearInterval(this.renewal);
     clearTimeout(this.expiry);
+    this.runner.holds(this, false);
     if (!this.abort.signal.aborted) this.abort.abort(new LeaseLostError(this.sessionId));
   }
 
@@ -748,6 +825,7 @@ export class RunnerSession {
     this.prefetched = undefined;
     clearInterval(this.renewal);
     clearTimeout(this.expiry);
+    this.runner.holds(this, false);
   }
 
   /**

@@ -16,6 +16,7 @@ import { idSchema, runnerPoolSchema } from '../../core/input-rules.ts';
 import { MAX_APPEND_BATCH } from '../../store/session-store.ts';
 import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerClaim, type RunnerLease } from '../../store/leases.ts';
 import type { ModelRequest, OpenCall, RunnerAppend, RunnerCompaction } from '../../host/runner-protocol.ts';
+import type { RunnerLeaseTaken } from '../../host/live/leases-taken.ts';
 
 /** Sessions one claimSessions call may take. */
 const MAX_CLAIMS = 100;
@@ -321,6 +322,7 @@ const publishArgs = z.object({
   text: z.string().max(200_000),
 });
 const poolArgs = z.object({ pool: runnerPoolSchema });
+const runnerArgs = z.object({ runnerId: idSchema });
 /** A declared tool's JSON Schema: its depth checked before zod walks it (z.json recurses: one thousands of levels deep overflowed the stack). */
 const runnerToolSchemaArg = z
   .unknown()
@@ -455,7 +457,27 @@ builder.mutationFields((t) => ({
   }),
 }));
 
+const LeaseTakenRef = builder.objectRef<RunnerLeaseTaken>('LeaseTaken').implement({
+  description: 'A lease of the runner\'s that the service took: its turn is ended and nothing more of it is stored (docs/runners.md "A user\'s cancel").',
+  fields: (t) => ({
+    sessionId: t.exposeID('sessionId'),
+    leaseToken: t.int({ description: 'The token the lease was held under (a claim of the session since then holds another).', resolve: (l) => l.token }),
+    reason: t.exposeString('reason', {
+      description: "Why: `cancelled` (a user's cancelTurn ended the turn) or `time limit` (the step ran past FORKLINE_RUNNER_MAX_STEP_MS).",
+    }),
+  }),
+});
+
 builder.subscriptionFields((t) => ({
+  runnerLeasesTaken: t.field({
+    type: LeaseTakenRef,
+    description:
+      "Leases held by the runner `runnerId` (claimSession's) of the caller's tenant, as the service takes them from now on: the runner stops the " +
+      'work of that lease at once (its tool is not left running) rather than at its next write or renewal, which answer LEASE_LOST all the same.',
+    args: { runnerId: t.arg.string({ required: true }) },
+    subscribe: (_root, args, ctx) => ctx.services.live.runnerLeasesTaken(ctx.scope, parseArgs(runnerArgs, args).runnerId),
+    resolve: (taken) => taken,
+  }),
   runnableSessions: t.field({
     type: SessionRef,
     description:

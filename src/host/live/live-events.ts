@@ -4,17 +4,28 @@
 //   event-window.ts      sessionEvents: read from the log through a shared window per session
 //   turn-update-relay.ts sessionTurns: turn updates as NOTIFY payloads on TURNS_CHANNEL
 //   session-changes.ts   sessionsChanged, sessionsDeleted: coalesced, per tenant
+//   leases-taken.ts      runnerLeasesTaken: an external runner's leases the service took
 //   update-queue.ts      a subscriber's bounded, coalescing queue of pushed updates
 // Handlers are registered before any subscriber exists: a subscriber always
 // listens before it catches up.
 import type { PgListener } from '../../store/pg-listener.ts';
 import type { Scope, SessionRow, SessionStore } from '../../store/session-store.ts';
-import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, TURNS_CHANNEL, decodeEventsCommitted, decodeSessionsDeleted } from '../../store/channels.ts';
+import {
+  DELETED_CHANNEL,
+  EVENTS_CHANNEL,
+  LEASES_CHANNEL,
+  SESSIONS_CHANNEL,
+  TURNS_CHANNEL,
+  decodeEventsCommitted,
+  decodeLeaseTaken,
+  decodeSessionsDeleted,
+} from '../../store/channels.ts';
 import { readOpenTail, type OpenTailReader, type TurnUpdate } from '../../agent/turn-updates.ts';
 import { EventWindows, type EventStream } from './event-window.ts';
 import { TurnUpdateRelay } from './turn-update-relay.ts';
 import { turnsFromLog } from './turn-stream.ts';
 import { LISTENING, SessionChanges, type SessionsDeleted } from './session-changes.ts';
+import { LeasesTaken, type RunnerLeaseTaken } from './leases-taken.ts';
 import { readingFor, type StatementScope } from '../../db/statement-deadlines.ts';
 import { Repeater } from '@repeaterjs/repeater';
 
@@ -33,6 +44,7 @@ export class LiveEvents {
   private readonly windows: EventWindows;
   private readonly turns: TurnUpdateRelay;
   private readonly changes: SessionChanges;
+  private readonly leasesTaken = new LeasesTaken();
   private readonly handlers: Array<[string, (payload: string) => void]>;
   private readonly readOpenTail: OpenTailReader;
 
@@ -50,6 +62,7 @@ export class LiveEvents {
       [SESSIONS_CHANNEL, (id) => this.changes.sessionChanged(id)],
       [TURNS_CHANNEL, (p) => this.turns.received(p)],
       [DELETED_CHANNEL, (p) => this.onSessionsDeleted(p)],
+      [LEASES_CHANNEL, (p) => this.onLeaseTaken(p)],
       // Notifications sent while the listener was down are lost: re-read everything watched.
       ['reconnect', () => this.windows.invalidateAll()],
     ];
@@ -131,10 +144,15 @@ export class LiveEvents {
     return this.changes.deleted(scope);
   }
 
+  /** The leases of the scope's tenant's runner `runnerId` as the service takes them (a user's cancel, a step's time limit). */
+  runnerLeasesTaken(scope: Scope, runnerId: string): AsyncIterableIterator<RunnerLeaseTaken> {
+    return this.leasesTaken.subscribe(scope, runnerId);
+  }
+
   /** Live subscribers in this process (metrics; tests check that disconnects clean up). */
   stats() {
     const { watchedSessions, streams } = this.windows.stats();
-    return { watchedSessions, events: streams, turns: this.turns.subscriberCount(), ...this.changes.stats() };
+    return { watchedSessions, events: streams, turns: this.turns.subscriberCount(), ...this.changes.stats(), leasesTaken: this.leasesTaken.count() };
   }
 
   /** Sends a turn update to every process's subscribers (the host's onUpdate sink). */
@@ -145,6 +163,7 @@ export class LiveEvents {
   async close(): Promise<void> {
     for (const [channel, handler] of this.handlers) this.listener.off(channel, handler);
     this.changes.close();
+    this.leasesTaken.close();
     await this.turns.close(); // what was published is still sent
     this.windows.closeAll();
   }
@@ -158,6 +177,11 @@ export class LiveEvents {
       this.turns.endSession(id);
     }
     this.changes.sessionsDeleted(msg.tenant, msg.ids);
+  }
+
+  private onLeaseTaken(payload: string) {
+    const msg = decodeLeaseTaken(payload);
+    if (msg) this.leasesTaken.taken(msg);
   }
 
   private onEventsCommitted(payload: string) {
