@@ -15,6 +15,7 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { SessionStore } from '../../src/store/session-store.ts';
+import { TURNS_CHANNEL } from '../../src/store/channels.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 
 /** Longer than the test: the heartbeat runs only when the test moves the clock (no look for work either). */
@@ -27,8 +28,10 @@ let otherStore: SessionStore;
 const clock = new FakeClock();
 const scope = { tenant: 'local' };
 
+let directUrl: string;
+
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase();
+  const databaseUrl = (directUrl = await createTestDatabase());
   proxy = await startTcpProxy(databaseUrl);
   // The pool goes through the proxy (the test holds an append's answer there); the LISTEN connection, where renewals run, does not.
   app = await startTestApp({ databaseUrl: proxy.url, directUrl: databaseUrl, leaseTtlMs: TTL_MS, clock });
@@ -56,8 +59,16 @@ const lastRenewal = async () =>
 describe("a renewal that stops a runner whose releasing append's answer is on its way", () => {
   it('leaves the drive to run the input that came meanwhile', async () => {
     const { id } = await app.services.store.createSession(scope, { title: 'crossing stop' });
+    // The answer's first words, as the runner streams them: past its turn's opening and every read before the model
+    // call (held replies before then would stop the turn before its last append, not after it).
+    const listener = new pg.Client(pgConfigFromUrl(directUrl));
+    await listener.connect();
+    let streaming = false;
+    listener.on('notification', (n) => (streaming ||= n.channel === TURNS_CHANNEL && !!n.payload?.includes(id)));
+    await listener.query(`LISTEN ${TURNS_CHANNEL}`);
     await app.services.controller.sendMessage(scope, id, '!slow 1000\nstreamed slowly');
-    await waitFor(async () => (await otherStore.log.page(id, -1, 100)).some((e) => e.type === 'turn/start'), { what: 'the turn to start' });
+    await waitFor(async () => streaming, { what: 'the answer to stream' });
+    await listener.end();
 
     // While the answer streams, the pool's answers are held: the turn's last append commits, giving the lease back, unanswered.
     const replies = proxy.holdReplies();
