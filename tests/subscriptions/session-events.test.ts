@@ -87,12 +87,12 @@ describe('subscriber lifecycle', () => {
     ];
     await subs[0].count(1);
     await waitFor(() => app.services.live.stats().turns === 1 && app.services.live.stats().sessions === 1, { what: 'registered' });
-    expect(app.services.live.stats()).toEqual({ watchedSessions: 1, events: 1, turns: 1, sessions: 1, deletions: 0 });
+    expect(app.services.live.stats()).toEqual({ watchedSessions: 1, events: 1, turns: 1, sessions: 1, deletions: 0, leasesTaken: 0 });
     await Promise.all(subs.map((s) => s.close()));
     await waitFor(() => app.services.live.stats().events === 0 && app.services.live.stats().turns === 0 && app.services.live.stats().sessions === 0, {
       what: 'cleanup',
     });
-    expect(app.services.live.stats()).toEqual({ watchedSessions: 0, events: 0, turns: 0, sessions: 0, deletions: 0 });
+    expect(app.services.live.stats()).toEqual({ watchedSessions: 0, events: 0, turns: 0, sessions: 0, deletions: 0, leasesTaken: 0 });
   });
 
   it('the schema carries the subscription contract of docs/contract.md#graphql-names', async () => {

@@ -212,9 +212,13 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     return text + decoder.decode();
   }
   let ws: Client | undefined;
+  /** Whether `ws` is acknowledged and open now (graphql-ws's `connected`, until `closed`). */
+  let wsOpen: { now: boolean } = { now: false };
   const wsUrl = opts.url.replace(/^http/, 'ws');
-  const socket = () =>
-    (ws ??= createClient({
+  const socket = () => {
+    if (ws) return ws;
+    const open: { now: boolean } = (wsOpen = { now: false });
+    return (ws = createClient({
       url: wsUrl,
       webSocketImpl: opts.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? WebSocket,
       connectionParams: authorization ? { authorization } : {},
@@ -223,7 +227,9 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
       // A server that opens the socket and never acknowledges would hold every subscription's first next().
       // (Each message is bounded by the WebSocket itself: `ws` refuses one over 100 MiB, below the server's ceiling.)
       connectionAckWaitTimeout: timeoutMs,
+      on: { connected: () => (open.now = true), closed: () => (open.now = false) },
     }));
+  };
 
   /** One POST to /graphql. */
   async function post<R>(doc: DocumentNode, variables: unknown): Promise<R> {
@@ -470,12 +476,13 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     eventPage,
     async close() {
       const closing = ws;
+      const open = wsOpen.now;
       ws = undefined;
-      try {
-        await closing?.dispose();
-      } catch {
-        // Its socket had already closed with an error (a refused token, a lost server), which its subscriptions reported: nothing is left to close.
-      }
+      // Its socket had already closed with an error (a refused token, a lost server), which its subscriptions reported: nothing is left to close.
+      const disposed = Promise.resolve(closing?.dispose()).catch(() => {});
+      // A socket still opening is not waited for: graphql-ws's dispose waits for it to open, which a proxy that never
+      // answers the upgrade (one that passes plain requests only) holds forever; it is closed once it opens.
+      if (open) await disposed;
     },
   };
 }
